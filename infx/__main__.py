@@ -1,0 +1,3 @@
+from infx.cli import main
+
+main()

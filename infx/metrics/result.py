@@ -1,0 +1,84 @@
+"""``result.json``: the contract between the load generator (measure) and the store (show).
+
+One file per measured point. Written atomically by the load generator; read by
+``infx ingest`` / the report. Fields may be added (bump ``schema_version`` when a
+field's meaning changes); never rename one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Stat(_Model):
+    """Distribution summary of one latency metric, in milliseconds (numpy, population std,
+    linear-interpolated percentiles). ``None`` when there were no samples."""
+
+    mean: float | None = None
+    median: float | None = None
+    std: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    p999: float | None = None
+    count: int = 0
+
+
+class Throughput(_Model):
+    """Rates over the measured window (warmup excluded)."""
+
+    duration_s: float
+    request_per_s: float
+    output_tok_per_s: float
+    input_tok_per_s: float
+    total_tok_per_s: float
+    goodput_req_per_s: float | None = None
+    # normalised; None when the point's topology is unknown
+    gpus_per_server: int | None = None
+    output_tok_per_s_per_gpu: float | None = None
+    total_tok_per_s_per_gpu: float | None = None
+
+
+class Metrics(_Model):
+    issued: int
+    completed: int
+    failed: int
+    success_rate: float
+    total_input_tokens: int
+    total_output_tokens: int
+    ttft_ms: Stat
+    tpot_ms: Stat
+    itl_ms: Stat
+    e2el_ms: Stat
+    queue_delay_ms: Stat
+    throughput: Throughput
+    # tok/s/user: 1000 / TPOT at the median and at P90 TPOT
+    interactivity_median: float | None = None
+    interactivity_p90: float | None = None
+    error_classes: dict[str, int] = Field(default_factory=dict)
+
+
+class Check(_Model):
+    name: str
+    status: Literal["ok", "warn", "fail"]
+    detail: str = ""
+
+
+class BenchResult(_Model):
+    schema_version: int = SCHEMA_VERSION
+    complete: bool = True
+    started_at: float  # unix seconds
+    ended_at: float
+    config: dict[str, Any]  # the bench configuration as run (typed in infx.loadgen)
+    metrics: Metrics
+    checks: list[Check] = Field(default_factory=list)
+    versions: dict[str, str] = Field(default_factory=dict)  # infx, server, python...
+    point: dict[str, Any] | None = None  # the matrix row (infx.matrix.point.Point.to_row())
+    extra: dict[str, Any] = Field(default_factory=dict)  # scenario-specific (agentic sessions...)
