@@ -33,6 +33,8 @@ class YamlSource:
     file: str
     data: Any
     positions: dict[tuple[PathElem, ...], Pos] = field(default_factory=dict)
+    #: Position of the *key* of every mapping entry (``positions`` holds the value's).
+    key_positions: dict[tuple[PathElem, ...], Pos] = field(default_factory=dict)
 
     def locate(self, path: Sequence[PathElem]) -> tuple[tuple[PathElem, ...], Pos]:
         """Deepest existing prefix of ``path`` and its position.
@@ -63,7 +65,12 @@ class YamlSource:
         out = []
         for err in exc.errors(include_url=False):
             loc = tuple(base) + tuple(err["loc"])
+            # A validator may name the sub-key it is about (``infx.catalog.schema.At``).
+            sub = getattr((err.get("ctx") or {}).get("error"), "infx_subpath", ())
+            loc += tuple(sub)
             found, (line, col) = self.locate(loc)
+            if err.get("type") == "extra_forbidden" and found in self.key_positions:
+                line, col = self.key_positions[found]
             msg = _pydantic_message(err, loc, found)
             clean = found
             if err.get("type") in ("missing", "extra_forbidden") and loc and loc[-1] not in found[-1:]:
@@ -83,12 +90,26 @@ def _pydantic_message(err: dict[str, Any], loc: tuple, found: tuple) -> str:
         return f"unknown key '{loc[-1]}' (not allowed here)"
     if kind == "missing":
         return f"missing required field '{loc[-1]}'"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return f"expected a mapping, got {_describe(err.get('input'))}"
+    if kind == "list_type":
+        return f"expected a list, got {_describe(err.get('input'))}"
     if "input" in err and kind not in ("value_error", "assertion_error") and not isinstance(err["input"], (dict, list)):
         return f"{msg}, got {err['input']!r}"
     return msg
 
 
-def _walk(node: yaml.Node, path: tuple, pos: dict, loader: Any, file: str) -> Any:
+def _describe(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if value is None:
+        return "nothing (null)"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _walk(node: yaml.Node, path: tuple, pos: dict, loader: Any, file: str, kpos: dict | None = None) -> Any:
     mark = node.start_mark
     pos[path] = (mark.line + 1, mark.column + 1)
     if isinstance(node, yaml.MappingNode):
@@ -96,7 +117,7 @@ def _walk(node: yaml.Node, path: tuple, pos: dict, loader: Any, file: str) -> An
         out: dict[Any, Any] = {}
         first: dict[Any, Any] = {}
         for knode, vnode in node.value:
-            key = loader.construct_object(knode, deep=True)
+            key = _scalar(knode, loader) if isinstance(knode, yaml.ScalarNode) else loader.construct_object(knode, deep=True)
             try:
                 hash(key)
             except TypeError:
@@ -110,11 +131,30 @@ def _walk(node: yaml.Node, path: tuple, pos: dict, loader: Any, file: str) -> An
                     )
                 )
             first[key] = knode.start_mark.line + 1
-            out[key] = _walk(vnode, path + (key,), pos, loader, file)
+            if kpos is not None:
+                kpos[path + (key,)] = (knode.start_mark.line + 1, knode.start_mark.column + 1)
+            out[key] = _walk(vnode, path + (key,), pos, loader, file, kpos)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_walk(v, path + (i,), pos, loader, file) for i, v in enumerate(node.value)]
-    return loader.construct_object(node)
+        return [_walk(v, path + (i,), pos, loader, file, kpos) for i, v in enumerate(node.value)]
+    return _scalar(node, loader)
+
+
+_SCALAR_MEMO: dict[tuple[str, str], Any] = {}
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
+def _scalar(node: yaml.Node, loader: Any) -> Any:
+    """Construct a scalar; immutable results are memoised by (tag, text), since catalogs repeat them a lot."""
+    memo_key = (node.tag, node.value)
+    try:
+        return _SCALAR_MEMO[memo_key]
+    except KeyError:
+        pass
+    value = loader.construct_object(node)
+    if type(value) in _IMMUTABLE and len(_SCALAR_MEMO) < 100_000:
+        _SCALAR_MEMO[memo_key] = value
+    return value
 
 
 def parse_yaml(text: str | bytes, file: str) -> YamlSource:
@@ -131,8 +171,9 @@ def parse_yaml(text: str | bytes, file: str) -> YamlSource:
         except yaml.YAMLError as exc:
             raise InfxError(Diagnostic(f"YAML error: {exc}", file)) from None
         pos: dict[tuple, Pos] = {}
-        data = None if root is None else _walk(root, (), pos, loader, file)
-        return YamlSource(file, data, pos)
+        kpos: dict[tuple, Pos] = {}
+        data = None if root is None else _walk(root, (), pos, loader, file, kpos)
+        return YamlSource(file, data, pos, kpos)
     finally:
         loader.dispose()
 
