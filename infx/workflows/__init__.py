@@ -1,0 +1,1 @@
+"""Entry points run by CI workflows (``python -m infx.workflows.<name>``)."""
