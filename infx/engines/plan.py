@@ -1,0 +1,117 @@
+"""``infx plan``: the launch of every selected point, and which points can share one.
+
+Each point is rendered with its recipe (:func:`infx.engines.render.render_launch`); problems of
+all points (no recipe, drift, contradictions, bad expressions) are collected and raised together.
+Points whose launches have the same fingerprint can be served by one engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from infx.diagnostics import Diagnostic, InfxError
+from infx.engines.launch import Launch, Runtime, redact_env
+from infx.engines.recipes import RecipeSet
+from infx.matrix.point import Point
+
+
+class PlannedPoint(BaseModel):
+    point_id: str
+    exp_name: str
+    conc: int | list[int]
+    launch: Launch  # env redacted
+
+
+class LaunchGroup(BaseModel):
+    fingerprint: str
+    recipe: str
+    point_ids: list[str]
+
+
+class Plan(BaseModel):
+    points: list[PlannedPoint]
+    groups: list[LaunchGroup]  # distinct launches, in first-use order
+
+
+def build_plan(points: Sequence[Point], recipes: RecipeSet, *, runtime: Runtime = "local", port: int = 8000) -> Plan:
+    from infx.engines.render import render_launch
+
+    diags: list[Diagnostic] = []
+    planned: list[PlannedPoint] = []
+    seen: set[str] = set()
+    for p in points:
+        try:
+            launch = render_launch(p, recipes, port=port, runtime=runtime)
+        except InfxError as exc:
+            for d in exc.diagnostics:
+                if str(d) not in seen:
+                    seen.add(str(d))
+                    diags.append(d)
+            continue
+        planned.append(PlannedPoint(point_id=p.point_id, exp_name=p.exp_name, conc=p.conc, launch=launch.redacted()))
+    if diags:
+        raise InfxError(diags)
+    groups: dict[str, LaunchGroup] = {}
+    for pp in planned:
+        g = groups.setdefault(pp.launch.fingerprint, LaunchGroup(fingerprint=pp.launch.fingerprint, recipe=pp.launch.recipe, point_ids=[]))
+        g.point_ids.append(pp.point_id)
+    return Plan(points=planned, groups=list(groups.values()))
+
+
+def format_plan(plan: Plan) -> str:
+    lines: list[str] = []
+    index = {g.fingerprint: i + 1 for i, g in enumerate(plan.groups)}
+    for pp in plan.points:
+        l = pp.launch
+        lines.append(f"point {pp.point_id}  {pp.exp_name}  (conc {pp.conc})")
+        lines.append(f"  launch #{index[l.fingerprint]}  fingerprint {l.fingerprint[:16]}  recipe {l.recipe}  runtime {l.runtime}")
+        if l.env:
+            lines.append("  env:  " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(redact_env(l.env).items())))
+        lines.append("  argv: " + shlex.join(l.argv))
+        for name in l.files:
+            lines.append(f"  file: {name}")
+    lines.append("")
+    lines.append(f"{len(plan.points)} points, {len(plan.points)} launches rendered, {len(plan.groups)} distinct:")
+    for i, g in enumerate(plan.groups, 1):
+        lines.append(f"  launch #{i} {g.fingerprint[:16]} ({g.recipe}): {len(g.point_ids)} point(s) share it")
+    return "\n".join(lines)
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=prog, description="Render the engine launch of each selected point.")
+    ap.add_argument("--config-files", nargs="+", required=True, metavar="FILE")
+    ap.add_argument("--runner-config", default="configs/runners.yaml", metavar="FILE")
+    ap.add_argument("--config-keys", nargs="+", required=True, metavar="KEY", help="catalog keys (fnmatch globs allowed)")
+    ap.add_argument("--recipes", default=None, metavar="DIR", help="recipe directory or files (default: recipes/)")
+    ap.add_argument("--runtime", default="local", choices=["local", "docker", "podman", "slurm"])
+    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--conc", nargs="+", type=int, default=None)
+    ap.add_argument("--json", action="store_true", help="print the plan as JSON")
+    return ap
+
+
+def run(argv: list[str], prog: str = "infx plan") -> int:
+    args = _parser(prog).parse_args(argv)
+    from infx.engines.recipes import default_recipes_dir, load_recipes
+    from infx.matrix.select import select_points
+
+    try:
+        points = select_points(args.config_files, args.runner_config, args.config_keys, evals="none", conc=args.conc)
+        recipes = load_recipes(Path(args.recipes) if args.recipes else default_recipes_dir())
+        plan = build_plan(points, recipes, runtime=args.runtime, port=args.port)
+    except InfxError as exc:
+        for d in exc.diagnostics:
+            print(str(d), file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(plan.model_dump(mode="json"), indent=2))
+    else:
+        print(format_plan(plan))
+    return 0

@@ -1,0 +1,232 @@
+"""Run one engine launch as a local process: start, wait until ready, stop.
+
+The engine runs in its own process group (``start_new_session=True``) so that stopping it
+(SIGTERM to the group, then SIGKILL after a grace period) also stops the workers it spawned.
+While waiting for readiness the process is polled every few hundred milliseconds: an engine that
+dies is reported at once with its classified failure and log tail, not after the time-out.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from infx.engines.launch import Launch
+from infx.engines.logparse import FailureKind, StartupFacts, classify_failure, parse_startup_log, tail
+
+
+class EngineFailure(Exception):
+    """An engine that did not become ready, with the reason classified and the log tail."""
+
+    def __init__(
+        self,
+        kind: FailureKind,
+        message: str,
+        *,
+        log_tail: str = "",
+        log_path: str | Path | None = None,
+        returncode: int | None = None,
+    ) -> None:
+        self.kind = kind
+        self.message = message
+        self.log_tail = log_tail
+        self.log_path = str(log_path) if log_path else None
+        self.returncode = returncode
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        head = f"engine failed ({self.kind.value}): {self.message}"
+        if self.returncode is not None:
+            head += f" [exit code {self.returncode}]"
+        if self.log_tail:
+            where = f" ({self.log_path})" if self.log_path else ""
+            head += f"\n--- engine log tail{where} ---\n{self.log_tail}"
+        return head
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True when nothing listens on ``host:port`` and it can be bound."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+                return False
+            raise
+    return True
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port the kernel says is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def http_ok(url: str, timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return 200 <= resp.status < 300
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def kill_group(pgid: int, grace: float = 15.0) -> None:
+    """SIGTERM the process group, wait up to ``grace`` seconds, then SIGKILL what is left."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not _group_alive(pgid):
+            return
+        time.sleep(0.2)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # Zombies still count for killpg(0); reap our own children if any.
+    try:
+        while True:
+            pid, _ = os.waitpid(-pgid, os.WNOHANG)
+            if pid == 0:
+                break
+    except ChildProcessError:
+        pass
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+class EngineProcess:
+    """One engine, started from a :class:`Launch` with the local runtime."""
+
+    def __init__(self) -> None:
+        self.launch: Launch | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path: Path | None = None
+        self.started_at: float | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self, launch: Launch, log_path: str | Path, *, cwd: str | Path | None = None) -> None:
+        """Launch the engine; a busy port is reported before anything is started."""
+        if launch.runtime != "local":
+            raise ValueError(f"EngineProcess runs local launches only, not runtime {launch.runtime!r}")
+        if not port_is_free(launch.port, launch.host):
+            raise EngineFailure(
+                FailureKind.PORT_IN_USE,
+                f"port {launch.port} on {launch.host} is already in use by another process; "
+                "choose another port (or let infx pick a free one)",
+            )
+        self.launch = launch
+        self.log_path = Path(log_path)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        if launch.files:
+            cwd = cwd or self.log_path.parent
+            launch.write_files(cwd)
+        env = dict(os.environ)
+        env.update(launch.env)
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                launch.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=str(cwd) if cwd else None,
+                start_new_session=True,
+            )
+        self.started_at = time.monotonic()
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_text(self) -> str:
+        if not self.log_path:
+            return ""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def wait_ready(self, timeout: float = 300.0, poll: float = 0.25) -> StartupFacts:
+        """Block until the readiness endpoint answers 2xx; return the start-up facts.
+
+        Raises :class:`EngineFailure` as soon as the process exits (classified from its log),
+        or with kind ``timeout`` after ``timeout`` seconds (the engine is then stopped).
+        """
+        assert self.proc is not None and self.launch is not None, "start() first"
+        deadline = time.monotonic() + timeout
+        while True:
+            rc = self.proc.poll()
+            if rc is not None:
+                raise self._failure(rc)
+            if http_ok(self.launch.readiness_url, timeout=1.0):
+                return parse_startup_log(self.launch.engine, self.log_text())
+            if time.monotonic() >= deadline:
+                text = self.log_text()
+                self.stop()
+                found = classify_failure(self.launch.engine, text)
+                msg = f"not ready after {timeout:g} s at {self.launch.readiness_url}"
+                if found:
+                    msg += f"; log says: {found.message}"
+                raise EngineFailure(FailureKind.TIMEOUT, msg, log_tail=tail(text), log_path=self.log_path)
+            time.sleep(poll)
+
+    def _failure(self, rc: int) -> EngineFailure:
+        assert self.launch is not None
+        time.sleep(0.1)  # let the last lines reach the log file
+        text = self.log_text()
+        found = classify_failure(self.launch.engine, text)
+        kind = found.kind if found else FailureKind.CRASHED
+        msg = found.message if found else "engine process exited before it was ready"
+        # Children (API server workers) may survive their parent; clean the group up.
+        if self.proc is not None:
+            kill_group(self.proc.pid, grace=2.0)
+        return EngineFailure(kind, msg, log_tail=tail(text), log_path=self.log_path, returncode=rc)
+
+    def stop(self, grace: float = 15.0) -> None:
+        """Stop the whole process group (SIGTERM, then SIGKILL after ``grace`` s)."""
+        if self.proc is None:
+            return
+        kill_group(self.proc.pid, grace=grace)
+        try:
+            self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL already sent
+            pass
+
+    def __enter__(self) -> "EngineProcess":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
