@@ -1,0 +1,333 @@
+"""Model and hardware cards: the memory facts the preflight gate reasons with, kept as data.
+
+``cards/models/<model-prefix>.yaml`` describes one model: resident weight bytes per precision,
+attention shape (for KV bytes per token), extra resident tables (and which engine argument moves
+them to host memory), buffers that scale with launch arguments, speculative-decoding draft weights.
+``cards/hardware/<sku>.yaml`` gives the memory of one accelerator SKU, with the datasheet it came
+from. GPUs per node and host memory are not here: they come from ``runners.yaml``.
+
+Both are loaded with :mod:`infx.yamlsource` and validated with pydantic, so a bad card is reported
+as ``FILE:LINE:COL: error: MESSAGE (at path)``. Every value that is not read from a config file
+or datasheet carries ``estimate: true`` and a ``note`` saying where it came from; reports mark it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from infx.diagnostics import Diagnostic, InfxError
+from infx.preflight.units import ByteSize
+from infx.yamlsource import load_yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_CARDS_DIR = REPO_ROOT / "cards"
+
+# Element sizes of KV-cache / weight dtypes, as the engines spell them.
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4, "float32": 4, "float": 4,
+    "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
+    "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_inc": 1, "int8": 1,
+    "fp4": 0.5, "nvfp4": 0.5, "mxfp4": 0.5, "int4": 0.5,
+}
+
+# Launch quantities a buffer formula may multiply (resolved from the rendered argv, else the
+# engine's default; see infx.preflight.launchargs).
+LaunchQuantity = Literal[
+    "max_num_batched_tokens", "max_model_len", "max_num_seqs", "tp", "pp", "ep", "conc", "spec_tokens",
+]
+
+
+def _kebab(name: str) -> str:
+    return name.replace("_", "-")
+
+
+class _Card(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=_kebab, populate_by_name=True)
+
+
+class Provenance(_Card):
+    """Whether a value is measured/published (``estimate: false``) or worked out, and how."""
+
+    estimate: bool = False
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _estimate_needs_note(self) -> "Provenance":
+        if self.estimate and not self.note:
+            raise ValueError("a value marked 'estimate: true' needs a 'note' saying how it was estimated")
+        return self
+
+
+class Weights(Provenance):
+    """Resident weight bytes: the checkpoint size per precision, or a parameter count times
+    bytes per parameter. Tables marked ``in-checkpoint`` are part of these bytes."""
+
+    checkpoint: dict[str, ByteSize] = Field(default_factory=dict)
+    parameters: int | None = Field(None, gt=0)
+    bytes_per_param: dict[str, float] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "Weights":
+        if not self.checkpoint and not (self.parameters and self.bytes_per_param):
+            raise ValueError("weights need 'checkpoint' bytes per precision, or 'parameters' with 'bytes-per-param'")
+        return self
+
+    def total_bytes(self, precision: str) -> int | None:
+        if precision in self.checkpoint:
+            return self.checkpoint[precision]
+        if self.parameters and precision in self.bytes_per_param:
+            return int(round(self.parameters * self.bytes_per_param[precision]))
+        return None
+
+    @property
+    def precisions(self) -> list[str]:
+        return sorted(set(self.checkpoint) | set(self.bytes_per_param))
+
+
+class Attention(Provenance):
+    """Attention shape, enough for KV bytes per token.
+
+    ``gqa``/``mha``: K and V of ``kv-heads`` x ``head-dim`` per layer, KV heads split across TP.
+    ``mla``: one latent of ``kv-lora-rank + qk-rope-head-dim`` per layer, replicated on every TP rank.
+    """
+
+    kind: Literal["mha", "gqa", "mla"]
+    layers: int = Field(gt=0)
+    kv_heads: int | None = Field(None, gt=0)
+    head_dim: int | None = Field(None, gt=0)
+    kv_lora_rank: int | None = Field(None, gt=0)
+    qk_rope_head_dim: int | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _shape(self) -> "Attention":
+        if self.kind == "mla":
+            if self.kv_lora_rank is None or self.qk_rope_head_dim is None:
+                raise ValueError("mla attention needs 'kv-lora-rank' and 'qk-rope-head-dim'")
+        elif self.kv_heads is None or self.head_dim is None:
+            raise ValueError(f"{self.kind} attention needs 'kv-heads' and 'head-dim'")
+        return self
+
+    def kv_bytes_per_token(self, dtype_bytes: float, tp: int = 1) -> int:
+        """KV-cache bytes one token occupies on one GPU (all layers)."""
+        if self.kind == "mla":
+            assert self.kv_lora_rank is not None and self.qk_rope_head_dim is not None
+            per_layer = (self.kv_lora_rank + self.qk_rope_head_dim) * dtype_bytes
+        else:
+            assert self.kv_heads is not None and self.head_dim is not None
+            heads = max(1, -(-self.kv_heads // max(tp, 1)))  # ceil; replicated when tp > kv heads
+            per_layer = 2 * heads * self.head_dim * dtype_bytes
+        return int(round(per_layer * self.layers))
+
+
+class Offload(_Card):
+    """The engine argument that moves a table to host memory, as the launch argv spells it.
+
+    With ``json-key`` the argument's value is a JSON object and the table is on the host when
+    that key is true (``--engram-config '{"cpu_offload":true}'``); without it, the flag's presence
+    (or a true value) offloads. When the argument is absent the table is where ``default`` says:
+    the gate trusts only what is launched, never what a comment or changelog claims.
+    """
+
+    arg: str = Field(pattern=r"^--?[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    json_key: str | None = None
+    default: Literal["gpu", "host"] = "gpu"
+    note: str | None = None
+
+
+class Table(Provenance):
+    """An extra resident table (lookup/embedding tables beyond the transformer weights)."""
+
+    name: str
+    total: ByteSize
+    in_checkpoint: bool = True
+    shard: Literal["tp", "replicated"] = "tp"
+    offload: Offload | None = None
+
+
+LAUNCH_QUANTITIES: tuple[str, ...] = LaunchQuantity.__args__  # type: ignore[attr-defined]
+
+
+class Buffer(Provenance):
+    """A buffer whose size follows the launch: ``bytes-per-element x dims`` (a typed product), or
+    ``expr``, a formula of the launch quantities in the engines' safe expression language
+    (``2 * max_num_batched_tokens * max_model_len``).
+
+    ``per: gpu`` buffers are allocated whole on every GPU; ``per: tp-shard`` are divided by TP.
+    """
+
+    name: str
+    bytes_per_element: float | None = Field(None, gt=0)
+    dims: list[LaunchQuantity | int] | None = Field(None, min_length=1)
+    expr: str | None = None
+    per: Literal["gpu", "tp-shard"] = "gpu"
+
+    @model_validator(mode="after")
+    def _one_formula(self) -> "Buffer":
+        if self.expr is not None:
+            if self.dims is not None or self.bytes_per_element is not None:
+                raise ValueError("a buffer has either 'expr' or 'bytes-per-element' with 'dims', not both")
+            from infx.engines.expr import Expr, ExprError
+
+            try:
+                names = Expr(self.expr).names
+            except ExprError as exc:
+                raise ValueError(str(exc)) from None
+            unknown = sorted(set(names) - set(LAUNCH_QUANTITIES))
+            if unknown:
+                raise ValueError(f"unknown name(s) {', '.join(unknown)} in buffer formula (known: {', '.join(LAUNCH_QUANTITIES)})")
+        elif self.dims is None or self.bytes_per_element is None:
+            raise ValueError("a buffer needs 'expr', or 'bytes-per-element' with 'dims'")
+        return self
+
+
+class Draft(Provenance):
+    """Speculative-decoding draft weights for one method (``mtp``, ``eagle``, ...)."""
+
+    bytes: ByteSize = 0
+    in_checkpoint: bool = False
+
+
+class ModelCard(_Card):
+    model_prefix: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    model: str
+    dtype: str = "bf16"
+    sources: list[str] = Field(default_factory=list)
+    weights: Weights
+    attention: Attention | None = None
+    kv_dtypes: list[str] = Field(default_factory=lambda: ["auto"])
+    max_context: int | None = Field(None, gt=0)
+    tables: list[Table] = Field(default_factory=list)
+    buffers: list[Buffer] = Field(default_factory=list)
+    speculative: dict[str, Draft] = Field(default_factory=dict)
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _known_dtypes(self) -> "ModelCard":
+        for name in [self.dtype, *[d for d in self.kv_dtypes if d != "auto"]]:
+            if name not in DTYPE_BYTES:
+                raise ValueError(f"unknown dtype '{name}' (known: {', '.join(sorted(DTYPE_BYTES))})")
+        names = [t.name for t in self.tables] + [b.name for b in self.buffers]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"table/buffer names must be unique: {', '.join(dup)}")
+        return self
+
+    @property
+    def estimated(self) -> bool:
+        parts: list[Provenance] = [self.weights, *self.tables, *self.buffers, *self.speculative.values()]
+        if self.attention:
+            parts.append(self.attention)
+        return any(p.estimate for p in parts)
+
+
+class HardwareCard(_Card):
+    """One accelerator SKU (or the CPU). ``memory`` is per device, as the vendor's datasheet states."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    vendor: Literal["amd", "nvidia", "cpu"]
+    kind: Literal["gpu", "cpu"] = "gpu"
+    memory: ByteSize | None = None
+    memory_type: str | None = None
+    match: list[str] = Field(default_factory=list)
+    citation: str | None = None
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _gpu_facts(self) -> "HardwareCard":
+        if self.kind == "gpu":
+            if not self.memory:
+                raise ValueError("a gpu card needs 'memory' (per device, from the vendor datasheet)")
+            if not self.citation or not re.match(r"^https?://", self.citation):
+                raise ValueError("a gpu card needs a 'citation' URL of the datasheet its memory figure comes from")
+        return self
+
+    @property
+    def tokens(self) -> list[str]:
+        return [self.name, *self.match]
+
+
+class CardSet(BaseModel):
+    """All cards of a cards directory."""
+
+    model_config = ConfigDict(frozen=True)
+
+    models: dict[str, ModelCard] = Field(default_factory=dict)
+    hardware: dict[str, HardwareCard] = Field(default_factory=dict)
+    files: dict[str, str] = Field(default_factory=dict)  # card key -> file it came from
+
+    def model_for(self, model_prefix: str) -> ModelCard | None:
+        return self.models.get(model_prefix)
+
+    def hardware_for_runner(self, runner: str) -> HardwareCard | None:
+        """Map a runner label to its SKU by whole tokens: ``cluster:mi355x-amds`` -> mi355x,
+        ``gb200-nv`` -> gb200 (never b200), ``local`` -> cpu."""
+        tokens = [t for t in re.split(r"[:_\-/.]", runner.lower()) if t]
+        for card in self.hardware.values():
+            if any(tok in tokens for tok in card.tokens):
+                return card
+        return None
+
+
+def _load_one(path: Path, model: type[_Card]) -> _Card:
+    src = load_yaml(path)
+    if not isinstance(src.data, dict):
+        raise InfxError(Diagnostic("a card must be a mapping", str(path), 1, 1))
+    try:
+        return model.model_validate(src.data)
+    except ValidationError as exc:
+        raise InfxError(src.diags_from_validation(exc)) from None
+
+
+def load_model_card(path: str | Path) -> ModelCard:
+    card = _load_one(Path(path), ModelCard)
+    assert isinstance(card, ModelCard)
+    return card
+
+
+def load_hardware_card(path: str | Path) -> HardwareCard:
+    card = _load_one(Path(path), HardwareCard)
+    assert isinstance(card, HardwareCard)
+    return card
+
+
+def load_cards(cards_dir: str | Path | None = None) -> CardSet:
+    """Load ``models/*.yaml`` and ``hardware/*.yaml`` under ``cards_dir`` (default: the repo's
+    ``cards/``). Every bad card is reported, not only the first."""
+    root = Path(cards_dir) if cards_dir is not None else DEFAULT_CARDS_DIR
+    if not root.is_dir():
+        raise InfxError(Diagnostic(f"cards directory '{root}' does not exist", str(root)))
+    diags: list[Diagnostic] = []
+    models: dict[str, ModelCard] = {}
+    hardware: dict[str, HardwareCard] = {}
+    files: dict[str, str] = {}
+    for path in sorted((root / "models").glob("*.y*ml")):
+        try:
+            mc = load_model_card(path)
+        except InfxError as exc:
+            diags.extend(exc.diagnostics)
+            continue
+        if mc.model_prefix in models:
+            diags.append(Diagnostic(f"model card '{mc.model_prefix}' already defined in {files['model:' + mc.model_prefix]}", str(path), 1, 1))
+            continue
+        models[mc.model_prefix] = mc
+        files["model:" + mc.model_prefix] = str(path)
+    for path in sorted((root / "hardware").glob("*.y*ml")):
+        try:
+            hc = load_hardware_card(path)
+        except InfxError as exc:
+            diags.extend(exc.diagnostics)
+            continue
+        if hc.name in hardware:
+            diags.append(Diagnostic(f"hardware card '{hc.name}' already defined in {files['hardware:' + hc.name]}", str(path), 1, 1))
+            continue
+        hardware[hc.name] = hc
+        files["hardware:" + hc.name] = str(path)
+    if diags:
+        raise InfxError(diags)
+    # Longest names first, so a token check never lets 'b200' shadow 'gb200'-style names.
+    hardware = dict(sorted(hardware.items(), key=lambda kv: -len(kv[0])))
+    return CardSet(models=models, hardware=hardware, files=files)

@@ -1,0 +1,158 @@
+"""``infx preflight``: check every selected point before any GPU time is spent. Exit 1 when a
+point fails, 2 on bad input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from typing import TYPE_CHECKING
+
+import typer
+
+from infx.diagnostics import EXIT_BAD_INPUT, Diagnostic, InfxError
+
+if TYPE_CHECKING:
+    from infx.catalog import RunnerConfig
+    from infx.matrix.point import Point
+    from infx.preflight.images import ImagesLock
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# argparse parses the arguments (nargs="+" lists, as the matrix CLI); typer only forwards them.
+_PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+def build_parser(prog: str = "infx preflight") -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog=prog,
+        description="Prove every point can run before it costs GPU time: memory against the engine budget "
+                    "(read from the rendered launch), image pins, placeholders, concurrency headroom, "
+                    "CUDA-graph ceiling, eval coverage. Exit 1 when a point fails, 2 on bad input.",
+    )
+    ap.add_argument("--config-files", nargs="+", required=True, type=Path, help="master config files (catalog)")
+    ap.add_argument("--runner-config", required=True, type=Path, help="runners.yaml")
+    ap.add_argument("--config-keys", nargs="+", default=None, help="catalog keys or globs (default: every entry)")
+    ap.add_argument("--recipes", type=Path, default=None, help="recipe directory (default: <repo>/recipes)")
+    ap.add_argument("--evals", choices=("none", "default", "evals-only", "all"), default="none",
+                    help="the eval selection the run will use (checks every arm keeps an eval point)")
+    ap.add_argument("--json", dest="as_json", action="store_true", help="print the verdicts as JSON")
+    ap.add_argument("--verify-images", action="store_true", help="resolve each image tag to its registry digest")
+    ap.add_argument("--images-lock", type=Path, default=None,
+                    help="recorded digests (default: images.lock beside the first config file, if present)")
+    ap.add_argument("--registry-mirror", action="append", default=[], metavar="REGISTRY=URL",
+                    help="resolve REGISTRY's images at URL (e.g. docker.io=http://127.0.0.1:5000); repeatable")
+    ap.add_argument("--fanout", type=float, default=None, help="agentic fan-out: requests in flight per agentic user (default 2)")
+    ap.add_argument("--fanout-from-traces", type=Path, default=None, metavar="TRACES",
+                    help="measure the fan-out from agentic traces (widest parallel subagent run)")
+    ap.add_argument("--cards", dest="cards_dir", type=Path, default=None, help="cards directory (default: <repo>/cards)")
+    ap.add_argument("--changelog", type=Path, default=None,
+                    help="perf-changelog.yaml to scan for placeholders (default: beside the first config file)")
+    ap.add_argument("--brief", action="store_true", help="only the summary table")
+    return ap
+
+
+def run(argv: list[str], prog: str = "infx preflight") -> int:
+    """Run ``infx preflight`` with ``argv``; returns the exit status."""
+    args = build_parser(prog).parse_args(argv)
+    try:
+        return _run(args)
+    except InfxError as exc:
+        for d in exc.diagnostics:
+            print(str(d), file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _run(args: argparse.Namespace) -> int:
+    from infx.engines.recipes import load_recipes
+    from infx.preflight.cards import load_cards
+    from infx.preflight.checks import PlaceholderScan
+    from infx.preflight.gate import PreflightOptions, preflight_points
+
+    points, key_of, runners = _select(args.config_files, args.runner_config, args.config_keys, args.evals)
+    recipe_dir: Path = args.recipes or REPO_ROOT / "recipes"
+    recipe_set = load_recipes(recipe_dir)
+    recipe_files = sorted(str(p) for p in recipe_dir.glob("*.y*ml")) if recipe_dir.is_dir() else []
+    beside = Path(args.config_files[0]).parent
+    changelog = args.changelog or beside / "perf-changelog.yaml"
+    opts = PreflightOptions(
+        evals=args.evals, fanout=_fanout(args), verify_images=args.verify_images,
+        images_lock=_images_lock(args.images_lock, beside / "images.lock"), registry_mirrors=_mirrors(args.registry_mirror),
+    )
+    verdicts = preflight_points(
+        points, recipes=recipe_set, runners=runners, cards=load_cards(args.cards_dir), options=opts, config_keys=key_of,
+        placeholders=PlaceholderScan.build(args.config_files, recipe_files, changelog if changelog.is_file() else None),
+        recipe_files=_recipe_file_map(recipe_files),
+    )
+    if args.as_json:
+        print(json.dumps([dict(v.model_dump(mode="json"), reason=v.reason) for v in verdicts], indent=2))
+    else:
+        from infx.preflight.report import print_report
+
+        print_report(verdicts, details=not args.brief)
+    return 1 if any(v.status == "fail" for v in verdicts) else 0
+
+
+def _select(config_files: list[Path], runner_config: Path, config_keys: list[str] | None,
+            evals: str) -> tuple[list[Point], dict[str, str], RunnerConfig]:
+    """Points of the selected entries, with the catalog key of each (for placeholder scanning)."""
+    from infx.catalog import load_catalog, load_runners
+    from infx.matrix.generate import resolve_keys, test_config_rows
+    from infx.matrix.point import Point
+
+    catalog = load_catalog(config_files)
+    runners = load_runners(runner_config)
+    keys = resolve_keys(catalog, config_keys) if config_keys else list(catalog.entries)
+    points: list[Point] = []
+    key_of: dict[str, str] = {}
+    for key in keys:
+        for row in test_config_rows(catalog, runners, [key], evals=evals):
+            p = Point.from_row(row)
+            points.append(p)
+            key_of[p.point_id] = key
+    return points, key_of, runners
+
+
+def _fanout(args: argparse.Namespace) -> float:
+    if args.fanout_from_traces is not None:
+        if args.fanout is not None:
+            raise InfxError(Diagnostic("give --fanout or --fanout-from-traces, not both"))
+        from infx.preflight.checks import fanout_from_traces
+
+        return fanout_from_traces(args.fanout_from_traces)
+    return 2.0 if args.fanout is None else args.fanout
+
+
+def _images_lock(explicit: Path | None, default: Path) -> ImagesLock | None:
+    from infx.preflight.images import load_images_lock
+
+    if explicit is not None:
+        return load_images_lock(explicit)
+    return load_images_lock(default) if default.is_file() else None
+
+
+def _mirrors(values: list[str]) -> dict[str, str]:
+    out = {}
+    for m in values:
+        host, sep, url = m.partition("=")
+        if not sep or not host or not url:
+            raise InfxError(Diagnostic(f"--registry-mirror expects REGISTRY=URL, got '{m}'"))
+        out[host] = url
+    return out
+
+
+def _recipe_file_map(files: list[str]) -> dict[str, str]:
+    """Recipe name -> file, for recipes whose Launch does not carry ``recipe_file``."""
+    out = {}
+    for f in files:
+        out[Path(f).stem] = f
+        out[f] = f
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("preflight", context_settings=_PASSTHROUGH, add_help_option=False)
+    def preflight(ctx: typer.Context) -> None:
+        """Prove every point can run before it costs GPU time: --config-files ... --runner-config R [--config-keys K] [--json] [--verify-images]."""
+        raise typer.Exit(run(list(ctx.args)))

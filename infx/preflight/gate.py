@@ -1,0 +1,205 @@
+"""``preflight_points``: every check on every point, before any GPU time is spent.
+
+``infx preflight`` prints the verdicts; ``infx run`` calls :func:`preflight_points` and skips a
+point whose verdict is ``fail``, recording ``verdict.reason``. The memory and concurrency checks
+read the RENDERED launch (``render_launch(point, recipes)``), never recipe comments.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from infx.diagnostics import InfxError
+from infx.matrix.point import Point
+from infx.preflight.cards import CardSet, HardwareCard, load_cards
+from infx.preflight.checks import DEFAULT_FANOUT, PlaceholderScan, concurrency_headroom, eval_coverage, graph_ceiling
+from infx.preflight.images import ImagesLock, RegistryError, pin_check, verify_image
+from infx.preflight.launchargs import EngineSettings, engine_settings
+from infx.preflight.memory import NodeFacts, check_memory
+from infx.preflight.units import MIB, gb
+from infx.preflight.verdict import Check, MemoryReport, PointVerdict, worst
+
+
+class LaunchLike(Protocol):
+    """What the gate reads from :class:`infx.engines.render.Launch`."""
+
+    engine: str
+    image: str
+    argv: list[str]
+    env: dict[str, str]
+    fingerprint: str
+    recipe: str
+
+
+@dataclass
+class PreflightOptions:
+    evals: str = "none"  # the eval mode the points were selected with
+    fanout: float = DEFAULT_FANOUT  # agentic subagent fan-out: requests in flight per user
+    verify_images: bool = False
+    images_lock: ImagesLock | None = None
+    registry_mirrors: dict[str, str] = field(default_factory=dict)  # registry host -> base URL
+    registry_timeout: float = 10.0
+    runtime_overhead_bytes: int | None = None  # override the engine rule's estimate
+
+
+def node_facts(runners: Any, runner: str) -> NodeFacts | None:
+    """Host facts for a runner label: ``hardware[label]``, else the fleet of its nodes
+    (``mi355x-amds_03`` -> ``cluster:mi355x-amds``) when all its nodes agree."""
+    if runners is None:
+        return None
+    hw = getattr(runners, "hardware", {}) or {}
+    facts = hw.get(runner)
+    if facts is None:
+        found = set()
+        for node in (getattr(runners, "labels", {}) or {}).get(runner, []):
+            fleet = re.sub(r"_\d+$", "", node)
+            f = hw.get(f"cluster:{fleet}") or hw.get(fleet)
+            if f is None:
+                found = set()
+                break
+            found.add((f.available_cpu_dram_mib, f.gpus_per_node))
+        if len(found) == 1:
+            mib, gpn = found.pop()
+            return NodeFacts(gpus_per_node=gpn, available_dram_bytes=mib * MIB)
+        return None
+    return NodeFacts(gpus_per_node=facts.gpus_per_node, available_dram_bytes=facts.available_cpu_dram_mib * MIB)
+
+
+def runner_check(runners: Any, point: Point, hw: HardwareCard | None) -> Check:
+    labels = getattr(runners, "labels", None) if runners is not None else None
+    problems = []
+    if labels is not None and point.runner not in labels and point.runner not in (getattr(runners, "hardware", {}) or {}):
+        problems.append(f"runner label '{point.runner}' is not in runners.yaml")
+    if hw is None:
+        problems.append(f"no hardware card matches runner '{point.runner}' (cards/hardware/)")
+    if problems:
+        return Check(name="runner", status="warn", message="; ".join(problems))
+    return Check(name="runner", status="ok", message=f"runner '{point.runner}' -> {hw.name if hw else '?'}")
+
+
+def settings_for(point: Point, launch: LaunchLike, cards: CardSet, hw: HardwareCard | None) -> EngineSettings:
+    card = cards.model_for(point.model_prefix)
+    return engine_settings(
+        launch.engine, launch.argv, launch.env,
+        device_kind="cpu" if (hw is not None and hw.kind == "cpu") else "gpu",
+        capacity_bytes=hw.memory if hw else None,
+        point_tp=point.tp, point_pp=point.pp, point_max_model_len=point.max_model_len,
+        card_max_context=card.max_context if card else None, files=getattr(launch, "files", None) or {},
+    )
+
+
+def memory_summary(m: MemoryReport) -> str:
+    """One line for the checks table: the problems when there are any, else the figures."""
+    if m.problems:
+        return "; ".join(m.problems)
+    if m.capacity_bytes == 0 and not m.gpu and not m.host:
+        return m.findings[0] if m.findings else "not checked"
+    if m.device == "cpu":
+        head = f"host: needs {gb(m.needed_bytes)} of {gb(m.budget_bytes)}"
+    else:
+        head = f"needs {gb(m.needed_bytes)}/GPU vs budget {gb(m.budget_bytes)}, margin {gb(m.margin_bytes)}"
+    if m.kv_tokens is not None:
+        head += f"; KV {m.kv_tokens:,} tokens"
+        if m.seqs_fit is not None and m.seq_len:
+            head += f" = {m.seqs_fit:.1f} x {m.seq_len:,}-token sequences"
+    if m.servers_per_node and m.host_per_server_bytes and m.device != "cpu":
+        head += f"; host {m.host_per_server_bytes / 2**30:.1f} GiB/server x {m.servers_per_node} servers/node"
+    return head
+
+
+def preflight_points(
+    points: Sequence[Point],
+    *,
+    recipes: Any = None,
+    runners: Any = None,
+    cards: CardSet | None = None,
+    options: PreflightOptions | None = None,
+    launches: Mapping[str, LaunchLike] | None = None,
+    config_keys: Mapping[str, str] | None = None,
+    placeholders: PlaceholderScan | None = None,
+    recipe_files: Mapping[str, str] | None = None,
+) -> list[PointVerdict]:
+    """Check every point; one verdict per point, in order.
+
+    ``recipes``: a RecipeSet for ``render_launch`` (or pass ``launches`` keyed by point-id);
+    ``runners``: the RunnerConfig (``infx.catalog.load_runners``); ``config_keys``: point-id ->
+    catalog key (for placeholder scanning); ``recipe_files``: recipe name -> file.
+    """
+    opts = options or PreflightOptions()
+    cards = cards or load_cards()
+    evals = eval_coverage(points, opts.evals)
+    digest_cache: dict[str, str | RegistryError] = {}
+    out: list[PointVerdict] = []
+    for point in points:
+        checks: list[Check] = []
+        memory: MemoryReport | None = None
+        hw = cards.hardware_for_runner(point.runner)
+        checks.append(runner_check(runners, point, hw))
+        launch = launches.get(point.point_id) if launches else None
+        if launch is None:
+            try:
+                launch = _render(point, recipes)
+            except InfxError as exc:
+                checks.append(Check(name="launch", status="fail",
+                                    message="launch does not render: " + "; ".join(str(d).replace("error: ", "", 1)
+                                                                                   for d in exc.diagnostics)))
+            except Exception as exc:  # a renderer bug must not hide the other points' verdicts
+                checks.append(Check(name="launch", status="fail", message=f"launch does not render: {exc}"))
+        image = getattr(launch, "image", None) or point.image
+        checks.append(pin_check(image))
+        if opts.verify_images:
+            checks.append(verify_image(image, opts.images_lock, mirrors=opts.registry_mirrors,
+                                       timeout=opts.registry_timeout, cache=digest_cache))
+        if launch is not None:
+            try:
+                settings = settings_for(point, launch, cards, hw)
+            except ValueError as exc:
+                checks.append(Check(name="launch-args", status="fail", message=str(exc)))
+                settings = None
+            if settings is not None:
+                if point.multinode:
+                    checks.append(Check(name="memory", status="skip", message="multinode points: memory check not modelled"))
+                else:
+                    memory = check_memory(point, settings, cards.model_for(point.model_prefix), hw,
+                                          node_facts(runners, point.runner), runtime_overhead_bytes=opts.runtime_overhead_bytes)
+                    checks.append(Check(name="memory", status=memory.status, message=memory_summary(memory)))
+                checks.append(concurrency_headroom(point, settings, opts.fanout))
+                checks.append(graph_ceiling(point, settings, opts.fanout))
+        if placeholders is not None:
+            key = (config_keys or {}).get(point.point_id)
+            rfile = getattr(launch, "recipe_file", None) or (recipe_files or {}).get(getattr(launch, "recipe", "") or "")
+            values = [image, *(launch.argv if launch else []), *((launch.env or {}).values() if launch else [])]
+            checks.append(placeholders.check(key, rfile, values))
+        if point.point_id in evals:
+            checks.append(evals[point.point_id])
+        out.append(PointVerdict(
+            point_id=point.point_id, exp_name=point.exp_name, runner=point.runner,
+            config_key=(config_keys or {}).get(point.point_id), status=worst([c.status for c in checks]),
+            checks=checks, memory=memory, launch_fingerprint=getattr(launch, "fingerprint", None),
+        ))
+    return out
+
+
+def _render(point: Point, recipes: Any) -> LaunchLike:
+    if recipes is None:
+        raise InfxError("no recipes given to render the launch")
+    from infx.engines.render import render_launch
+
+    return render_launch(point, recipes)
+
+
+def predict_kv_capacity(point: Point, launch: LaunchLike, cards: CardSet | None = None, *, runners: Any = None) -> int | None:
+    """KV-cache capacity in tokens the engine should report at start-up for this launch (vLLM:
+    "GPU KV cache size: N tokens"), or None when the model card lacks an attention shape or the
+    KV size cannot be predicted (e.g. vLLM-CPU without an explicit KV cache size)."""
+    cards = cards or load_cards()
+    hw = cards.hardware_for_runner(point.runner)
+    settings = settings_for(point, launch, cards, hw)
+    report = check_memory(point, settings, cards.model_for(point.model_prefix), hw, node_facts(runners, point.runner))
+    return report.kv_tokens
+
+
+__all__ = ["PreflightOptions", "preflight_points", "predict_kv_capacity", "node_facts"]

@@ -1,0 +1,360 @@
+"""The memory check: per-GPU breakdown of one rendered launch against its engine's budget.
+
+Per GPU: weights split by TP x PP (dense and expert weights alike: with EP the experts are split
+over the same GPUs), extra tables on the GPU or the host as the launched arguments say, buffers
+from the card's formulas evaluated on the launch settings, speculative draft weights, runtime
+overhead. Per server on the host: offloaded tables and the KV-offload DRAM budget, times the
+servers that fit on one node, against the node's DRAM from runners.yaml. When KV bytes per token
+are known: the pool must hold one max-length sequence, and the report says how many sequences of
+the scenario's length fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from infx.matrix.point import Point
+from infx.preflight.budget import CPU_RUNTIME_OVERHEAD_BYTES, RUNTIME_OVERHEAD_BYTES, RUNTIME_OVERHEAD_NOTE, engine_budget
+from infx.preflight.cards import DTYPE_BYTES, Buffer, HardwareCard, ModelCard, Table
+from infx.preflight.launchargs import EngineSettings, json_arg, truthy
+from infx.preflight.units import GB, MIB, gb, gib
+from infx.preflight.verdict import MemoryLine, MemoryReport, Status
+
+WARN_MARGIN_FRACTION = 0.05  # warn when less than 5% of the budget is left and KV size is unknown
+
+
+class Findings(list):
+    """Everything the check found out; ``problems`` are the ones behind a warn or fail status."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.problems: list[str] = []
+
+    def problem(self, message: str) -> None:
+        self.append(message)
+        self.problems.append(message)
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """Host facts of the runner's node (runners.yaml ``hardware``)."""
+
+    gpus_per_node: int
+    available_dram_bytes: int
+
+
+def table_on_host(table: Table, settings: EngineSettings) -> tuple[bool, str]:
+    """Where the launched arguments put a table, and why."""
+    off = table.offload
+    if off is None:
+        return False, "no offload argument exists for this table"
+    name = off.arg.lstrip("-").replace("_", "-").lower()
+    if name not in settings.args:
+        return off.default == "host", f"{off.arg} not in the launch argv: {off.default}-resident"
+    if off.json_key:
+        obj = json_arg(settings.args, name) or {}
+        val = obj.get(off.json_key, None)
+        if val is None:
+            return off.default == "host", f"{off.arg} has no '{off.json_key}': {off.default}-resident"
+        host = truthy(val)
+        return host, f"{off.arg} {off.json_key}={str(val).lower()}"
+    host = truthy(settings.args[name])
+    return host, f"{off.arg}={settings.args[name]}"
+
+
+def kv_dtype_bytes(card: ModelCard, settings: EngineSettings) -> float:
+    name = str(settings.kv_cache_dtype.value or "auto").lower()
+    if name == "auto":
+        return DTYPE_BYTES[card.dtype]
+    for key, size in DTYPE_BYTES.items():
+        if name == key or name.startswith(key):
+            return size
+    return DTYPE_BYTES[card.dtype]
+
+
+def buffer_bytes(b: Buffer, settings: EngineSettings, conc: int) -> tuple[float, str]:
+    """Bytes of one buffer on one GPU and how they were computed. LookupError(name) when the
+    launch leaves a quantity the formula needs unset."""
+    from infx.preflight.cards import LAUNCH_QUANTITIES
+
+    if b.expr is not None:
+        from infx.engines.expr import Expr
+
+        e = Expr(b.expr)
+        env = {}
+        for name in e.names:
+            v = settings.quantity(name, conc) if name in LAUNCH_QUANTITIES else None
+            if v is None:
+                raise LookupError(name)
+            env[name] = v
+        return float(e.evaluate(env)), b.expr + " with " + ", ".join(f"{k}={v:,}" for k, v in sorted(env.items()))
+    assert b.dims is not None and b.bytes_per_element is not None
+    size = b.bytes_per_element
+    parts = []
+    for d in b.dims:
+        v = d if isinstance(d, int) else settings.quantity(d, conc)
+        if v is None:
+            raise LookupError(d)
+        size *= v
+        parts.append(f"{d}={v:,}" if not isinstance(d, int) else f"{d:,}")
+    return size, f"{b.bytes_per_element:g} B x " + " x ".join(parts)
+
+
+def scenario_seq_len(point: Point, settings: EngineSettings) -> int | None:
+    """Tokens one sequence of the scenario can hold: ISL + OSL for fixed-seq-len points, the
+    launched max model length for agentic ones (an agentic session grows to the context limit)."""
+    if point.isl is not None and point.osl is not None:
+        return point.isl + point.osl
+    v = settings.max_model_len.value
+    return int(v) if v else None
+
+
+def check_memory(
+    point: Point,
+    settings: EngineSettings,
+    card: ModelCard | None,
+    hw: HardwareCard | None,
+    node: NodeFacts | None,
+    *,
+    concurrency: int | None = None,
+    runtime_overhead_bytes: int | None = None,
+) -> MemoryReport:
+    findings = Findings()
+    conc = concurrency if concurrency is not None else max(point.concs)
+    tp = max(int(settings.tp.value or 1), 1)
+    pp = max(int(settings.pp.value or 1), 1)
+    shards = tp * pp
+    cpu = settings.device_kind == "cpu"
+    gpu: list[MemoryLine] = []
+    host: list[MemoryLine] = []
+    status: Status = "ok"
+
+    def report(**kw: object) -> MemoryReport:
+        return MemoryReport(findings=list(findings), problems=findings.problems, settings=_settings_dict(settings), **kw)  # type: ignore[arg-type]
+
+    if card is None:
+        findings.problem(f"no model card for '{point.model_prefix}' (cards/models/{point.model_prefix}.yaml): memory not checked")
+        return report(status="warn", device=hw.name if hw else "?", engine_rule="-", capacity_bytes=0,
+                      budget_bytes=0, needed_bytes=0, margin_bytes=0)
+    total = card.weights.total_bytes(point.precision)
+    if total is None:
+        findings.problem(f"model card '{card.model_prefix}' has no weight size for precision '{point.precision}' "
+                        f"(has: {', '.join(card.weights.precisions)}): memory not checked")
+        return report(status="warn", device=hw.name if hw else "?", engine_rule="-", capacity_bytes=0,
+                      budget_bytes=0, needed_bytes=0, margin_bytes=0)
+
+    # Weights: everything that is not a table stored in the checkpoint, split over TP x PP.
+    in_ckpt_tables = sum(t.total for t in card.tables if t.in_checkpoint)
+    base = total - in_ckpt_tables
+    where = "host" if cpu else "gpu"
+    (host if cpu else gpu).append(MemoryLine(
+        component="weights", bytes=base // shards, where=where, estimate=card.weights.estimate,
+        note=f"{gb(base)} / (TP {tp} x PP {pp})" + (f" (checkpoint {gb(total)} less in-checkpoint tables)" if in_ckpt_tables else ""),
+    ))
+    # Tables, where the launched argv puts them.
+    for t in card.tables:
+        on_host, why = table_on_host(t, settings)
+        per_gpu = t.total // tp if t.shard == "tp" else t.total
+        if on_host or cpu:
+            per_server = t.total if t.shard == "tp" else t.total * tp
+            host.append(MemoryLine(component=f"{t.name} table", bytes=per_server, where="host", estimate=t.estimate,
+                                   note=f"{why}; whole table per server ({gib(per_server)})"))
+        else:
+            gpu.append(MemoryLine(component=f"{t.name} table", bytes=per_gpu, where="gpu", estimate=t.estimate,
+                                  note=f"{why}; {gib(t.total)}" + (f" / TP {tp}" if t.shard == "tp" else " replicated")))
+    # Speculative draft weights.
+    spec = point.spec_decoding
+    if spec and spec != "none":
+        draft = card.speculative.get(spec)
+        if draft is None:
+            findings.append(f"model card has no '{spec}' draft entry: draft weights not counted")
+        elif not draft.in_checkpoint and draft.bytes:
+            (host if cpu else gpu).append(MemoryLine(component=f"{spec} draft weights", bytes=draft.bytes // tp, where=where,
+                                                     estimate=draft.estimate, note=f"{gb(draft.bytes)} / TP {tp}"))
+    # Buffers from the card's formulas on the launch settings.
+    for b in card.buffers:
+        try:
+            size, how = buffer_bytes(b, settings, conc)
+        except LookupError as exc:
+            findings.append(f"buffer '{b.name}' needs '{exc.args[0]}', which the launch does not set: not counted")
+            continue
+        if b.per == "tp-shard":
+            size /= tp
+            how += f" / TP {tp}"
+        (host if cpu else gpu).append(MemoryLine(component=f"{b.name} buffer", bytes=int(size), where=where,
+                                                 estimate=b.estimate, note=f"{how} = {gib(size)}"))
+    overhead = runtime_overhead_bytes
+    if overhead is None:
+        overhead = CPU_RUNTIME_OVERHEAD_BYTES if cpu else RUNTIME_OVERHEAD_BYTES.get(settings.engine, RUNTIME_OVERHEAD_BYTES["vllm"])
+    (host if cpu else gpu).append(MemoryLine(component="runtime overhead", bytes=overhead, where=where, estimate=True,
+                                             note=RUNTIME_OVERHEAD_NOTE if not cpu else "Python + torch + engine process (estimate)"))
+
+    kv_name = str(settings.kv_cache_dtype.value or "auto").lower()
+    if card.kv_dtypes and kv_name not in [d.lower() for d in card.kv_dtypes]:
+        status = "warn"
+        findings.problem(f"KV cache dtype '{kv_name}' ({settings.kv_cache_dtype.describe()}) is not among the model card's "
+                         f"KV dtype options ({', '.join(card.kv_dtypes)})")
+    # KV bytes per token on one GPU.
+    kv_bpt = None
+    if card.attention is not None:
+        kv_bpt = card.attention.kv_bytes_per_token(kv_dtype_bytes(card, settings), tp)
+    max_len = settings.max_model_len.value
+    seq_len = scenario_seq_len(point, settings)
+
+    if cpu:
+        return _cpu_report(point, settings, card, gpu, host, node, kv_bpt, max_len, seq_len, conc, findings, status)
+
+    if hw is None or hw.memory is None:
+        findings.problem(f"no hardware card matches runner '{point.runner}' (cards/hardware/): memory not checked")
+        return report(status="warn", device="?", engine_rule="-", capacity_bytes=0, budget_bytes=0, needed_bytes=0,
+                      margin_bytes=0, gpu=gpu, host=host)
+    capacity = hw.memory
+    static = weights_bytes(gpu)
+    needed = sum(line.bytes for line in gpu)
+    budget = engine_budget(settings, capacity, static, needed - static)
+    margin = budget.budget_bytes - (static if settings.engine == "sglang" else needed)
+    kv_pool = budget.kv_pool_bytes
+    if margin < 0:
+        status = "fail"
+        findings.problem(f"needs {_summary(gpu, settings.engine)} per GPU but the budget is {gb(budget.budget_bytes)}: "
+                        f"short by {gb(-margin)}; the engine dies at start-up (OOM or no memory for the KV cache)")
+    if budget.reserve_bytes is not None and budget.reserve_needed_bytes is not None and budget.reserve_needed_bytes > budget.reserve_bytes:
+        status = _worse(status, "warn")
+        findings.problem(f"buffers + runtime ({gb(budget.reserve_needed_bytes)}) exceed SGLang's reserve "
+                        f"capacity x (1 - mem_fraction_static) = {gb(budget.reserve_bytes)}: OOM risk in prefill")
+    kv_tokens = None
+    seqs_fit = None
+    if margin >= 0 and kv_pool <= 0:
+        status = "fail"
+        findings.problem(f"nothing left for the KV cache ({gb(kv_pool)}): the engine fails with no memory for the cache blocks")
+    if kv_pool > 0 and kv_bpt:
+        kv_tokens = kv_pool // kv_bpt
+        if max_len and kv_tokens < int(max_len):
+            status = "fail"
+            findings.problem(f"KV pool {gb(kv_pool)} holds {kv_tokens:,} tokens, less than one max-length sequence "
+                            f"({int(max_len):,} tokens): the engine refuses to start")
+        if seq_len:
+            seqs_fit = kv_tokens / seq_len
+            if point.scenario_type == "fixed-seq-len" and seqs_fit < conc:
+                status = _worse(status, "warn")
+                findings.problem(f"only {seqs_fit:.1f} sequences of {seq_len:,} tokens fit in the KV pool at concurrency {conc}: "
+                                f"requests will be preempted")
+    elif margin >= 0 and kv_bpt is None and budget.budget_bytes and margin < WARN_MARGIN_FRACTION * budget.budget_bytes:
+        status = _worse(status, "warn")
+        findings.problem(f"only {gb(margin)} left for the KV cache ({margin / budget.budget_bytes:.1%} of the budget); "
+                        f"KV bytes per token unknown")
+    elif margin >= 0 and kv_bpt is None:
+        findings.append(f"{gb(margin)} left for the KV cache; KV bytes per token unknown for '{card.model_prefix}' "
+                        f"(no attention shape in its card), so sequence capacity is not checked")
+
+    host_report = _host_check(point, host, node, findings)
+    if host_report[0] == "fail":
+        status = "fail"
+    return report(
+        status=status, device=hw.name, engine_rule=budget.rule, capacity_bytes=capacity,
+        budget_bytes=budget.budget_bytes, needed_bytes=needed if settings.engine != "sglang" else static,
+        margin_bytes=margin, gpu=gpu, kv_pool_bytes=kv_pool, kv_bytes_per_token=kv_bpt, kv_tokens=kv_tokens,
+        max_model_len=int(max_len) if max_len else None, seq_len=seq_len, seqs_fit=seqs_fit, host=host,
+        host_per_server_bytes=host_report[1], servers_per_node=host_report[2], host_per_node_bytes=host_report[3],
+        host_available_bytes=node.available_dram_bytes if node else None,
+    )
+
+
+def _cpu_report(point: Point, settings: EngineSettings, card: ModelCard, gpu: list[MemoryLine], host: list[MemoryLine],
+                node: NodeFacts | None, kv_bpt: int | None, max_len: int | None, seq_len: int | None, conc: int,
+                findings: Findings, status: Status) -> MemoryReport:
+    """vLLM-CPU: weights, KV cache and process overhead all live in host memory."""
+    kv = settings.kv_cache_bytes.value
+    if kv is None:
+        findings.append("KV cache size not set (VLLM_CPU_KVCACHE_SPACE / --kv-cache-memory-bytes): vLLM-CPU takes "
+                        "utilisation x memory minus its RSS; capacity not predicted")
+    else:
+        src = settings.kv_cache_bytes
+        host.append(MemoryLine(component="KV cache", bytes=int(kv), where="host",
+                               note=f"{gib(int(kv))} from {src.name or src.source}"))
+    needed = sum(line.bytes for line in host)
+    capacity = node.available_dram_bytes if node else 0
+    if node is None:
+        findings.problem(f"runner '{point.runner}' has no hardware facts in runners.yaml: host memory not checked")
+        status = _worse(status, "warn")
+    margin = capacity - needed if node else 0
+    if node and margin < 0:
+        status = "fail"
+        findings.problem(f"needs {gb(needed)} of host memory but the node has {gb(capacity)}")
+    kv_tokens = seqs_fit = None
+    if kv is not None and kv_bpt:
+        kv_tokens = int(kv) // kv_bpt
+        if max_len and kv_tokens < int(max_len):
+            status = "fail"
+            findings.problem(f"KV cache {gb(kv)} holds {kv_tokens:,} tokens, less than one max-length sequence ({int(max_len):,})")
+        if seq_len:
+            seqs_fit = kv_tokens / seq_len
+    return MemoryReport(
+        status=status, device="cpu", engine_rule="vllm-cpu: weights + KV cache (explicit) + process in host memory",
+        capacity_bytes=capacity, budget_bytes=capacity, needed_bytes=needed, margin_bytes=margin, gpu=gpu,
+        kv_pool_bytes=int(kv) if kv is not None else None, kv_bytes_per_token=kv_bpt, kv_tokens=kv_tokens,
+        max_model_len=int(max_len) if max_len else None, seq_len=seq_len, seqs_fit=seqs_fit, host=host,
+        host_per_server_bytes=needed, servers_per_node=1, host_per_node_bytes=needed,
+        host_available_bytes=capacity or None, findings=list(findings), problems=findings.problems,
+        settings=_settings_dict(settings),
+    )
+
+
+def _host_check(point: Point, host: list[MemoryLine], node: NodeFacts | None,
+                findings: Findings) -> tuple[Status, int, int | None, int | None]:
+    """Offloaded tables + KV-offload DRAM per server, x servers per node, vs the node's DRAM."""
+    if point.kv_offloading == "dram" and point.total_cpu_dram_gb:
+        host.append(MemoryLine(component="KV offload (DRAM)", bytes=point.total_cpu_dram_gb * GB, where="host",
+                               note="total-cpu-dram-gb of the point"))
+    per_server = sum(line.bytes for line in host)
+    if not host:
+        return "ok", 0, None, None
+    if node is None:
+        findings.problem(f"runner '{point.runner}' has no hardware facts (available-cpu-dram-mib, gpus-per-node) in "
+                        f"runners.yaml, but {gb(per_server)} per server must live in host memory")
+        return "fail", per_server, None, None
+    gps = point.gpus_per_server
+    servers = max(node.gpus_per_node // gps, 1) if gps <= node.gpus_per_node else 1
+    per_node = per_server * servers
+    if per_node > node.available_dram_bytes:
+        findings.problem(f"host memory: {gib(per_server)} per server x {servers} servers per node = {gib(per_node)} "
+                        f"exceeds the node's {gib(node.available_dram_bytes)} ({node.available_dram_bytes // MIB:,} MiB)")
+        return "fail", per_server, servers, per_node
+    findings.append(f"host memory: {gib(per_server)} per server x {servers} servers per node = {gib(per_node)} "
+                    f"of {gib(node.available_dram_bytes)}")
+    return "ok", per_server, servers, per_node
+
+
+def weights_bytes(lines: list[MemoryLine]) -> int:
+    """Weights, draft weights and tables resident on the GPU: what the model itself occupies."""
+    return sum(x.bytes for x in lines if x.component == "weights" or x.component.endswith(" table")
+               or x.component.endswith("draft weights"))
+
+
+def _summary(lines: list[MemoryLine], engine: str) -> str:
+    w = weights_bytes(lines)
+    bufs = sum(x.bytes for x in lines if x.component.endswith(" buffer"))
+    rt = sum(x.bytes for x in lines if x.component == "runtime overhead")
+    if engine == "sglang":
+        return f"{gb(w)} of weights and tables"
+    return f"{gb(w)} weights/tables + {gb(bufs)} buffers + {gb(rt)} runtime = {gb(w + bufs + rt)}"
+
+
+def _worse(a: Status, b: Status) -> Status:
+    order = {"skip": 0, "ok": 1, "warn": 2, "fail": 3}
+    return a if order[a] >= order[b] else b
+
+
+def _settings_dict(s: EngineSettings) -> dict[str, str]:
+    return {
+        "tp": s.tp.describe(),
+        "max_model_len": s.max_model_len.describe(),
+        "max_num_batched_tokens": s.max_num_batched_tokens.describe(),
+        "max_num_seqs": s.max_num_seqs.describe(),
+        "memory_fraction": s.memory_fraction.describe(),
+        "spec_tokens": s.spec_tokens.describe(),
+        "graph_ceiling": s.graph_ceiling.describe(),
+        "kv_cache_dtype": s.kv_cache_dtype.describe(),
+    }
+
+
