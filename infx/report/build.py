@@ -1,0 +1,43 @@
+"""``write_report``: the one call that turns a results directory into report.html (used by
+``infx report`` and by the demo)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from infx import atomic
+from infx.diagnostics import Diagnostic, warn
+
+
+def write_report(results: str | Path, output: str | Path, *, run_id: str | None = None,
+                 baseline: str | None = None, png: bool = False, gpus_per_node: int | None = None,
+                 runners: str | Path | None = None) -> list[Path]:
+    """Ingest ``results`` (idempotent), render the run's self-contained report to ``output`` and,
+    with ``png``, the main chart next to it (skipped with a warning when chromium is missing).
+    Bad points are reported as warnings and left out. Returns the files written."""
+    from infx.analysis.dataset import gpus_per_node_resolver
+    from infx.report.data import load_report_data
+    from infx.report.html import main_chart_page, render_report
+    from infx.results.store import Store, locate_results
+
+    root, runs = locate_results(results)
+    out = Path(output)
+    with Store(root / "infx.db") as store:
+        rep = store.ingest_dir(root, runs)
+        for d in rep.problems:
+            warn(Diagnostic(d.message, d.file, d.line, d.col, d.path, "warning"))
+        resolve = gpus_per_node_resolver(store, override=gpus_per_node, runners_path=runners)
+        data = load_report_data(store, run_id, baseline, gpus_per_node=resolve, results_root=root)
+    atomic.write_text(out, render_report(data))
+    out.chmod(0o644)  # a report is meant to be shared (atomic writes create 0600 temp files)
+    written = [out]
+    if png:
+        from infx.report.browser import export_png, find_chromium
+
+        if find_chromium() is None:
+            warn("--png: chromium not found, PNG skipped (install Debian 'chromium' or set INFX_CHROMIUM)")
+        else:
+            shot = export_png(main_chart_page(data), out.with_suffix(".png"))
+            shot.chmod(0o644)
+            written.append(shot)
+    return written

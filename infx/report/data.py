@@ -1,0 +1,110 @@
+"""What one report shows, read from the store into typed objects (no SQL in the page code)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from infx.analysis.compare import ComparisonSet, compare_arms, compare_runs
+from infx.analysis.dataset import (
+    GpusPerNode,
+    Measured,
+    gpus_per_node_resolver,
+    load_measured,
+)
+from infx.diagnostics import Diagnostic, InfxError
+from infx.report.samples import LatencySamples, read_samples
+from infx.results.layout import RECORDS_FILE, ResultsDir, RunManifest
+from infx.results.store import Store
+
+
+@dataclass(frozen=True)
+class PointLine:
+    """One row of the point table: every point of the run, measured or not."""
+
+    point_id: str
+    state: str
+    topology: str
+    conc: int
+    gpus_per_server: int
+    image: str
+    launch_fingerprint: str | None
+    failure_class: str | None
+    reason: str
+    log_tail: str
+    measured: Measured | None
+    kv_cache_tokens: int | None
+
+
+@dataclass
+class ReportData:
+    run_id: str
+    manifest: RunManifest
+    measured: list[Measured]  # this run (and the baseline's, when given)
+    points: list[PointLine]
+    baseline: str | None = None
+    baseline_manifest: RunManifest | None = None
+    arm_comparison: ComparisonSet | None = None
+    baseline_comparison: ComparisonSet | None = None
+    notes: list[str] = field(default_factory=list)
+    samples: dict[str, LatencySamples] = field(default_factory=dict)  # point id -> raw distributions
+
+    @property
+    def per_node_known(self) -> bool:
+        return all(m.gpus_per_node is not None for m in self.measured)
+
+    @property
+    def norm(self) -> str:
+        return "node" if self.per_node_known else "gpu"
+
+
+def latest_run(store: Store) -> str:
+    runs = store.run_ids()
+    if not runs:
+        raise InfxError(Diagnostic(f"{store.path}: no runs ingested"))
+    return runs[-1]
+
+
+def load_report_data(store: Store, run_id: str | None = None, baseline: str | None = None, *,
+                     gpus_per_node: GpusPerNode | None = None, results_root: str | Path | None = None) -> ReportData:
+    """Everything the report of ``run_id`` shows. With ``results_root``, per-request latency
+    distributions are read from the points' ``records.jsonl.gz``."""
+    run_id = run_id or latest_run(store)
+    manifest = store.manifest(run_id)
+    if manifest is None:
+        raise InfxError(Diagnostic(f"run {run_id!r} is not in {store.path} (runs: {', '.join(store.run_ids()) or 'none'})"))
+    baseline_manifest = None
+    if baseline is not None:
+        baseline_manifest = store.manifest(baseline)
+        if baseline_manifest is None:
+            raise InfxError(Diagnostic(f"baseline run {baseline!r} is not in {store.path} "
+                                       f"(runs: {', '.join(store.run_ids())})"))
+    resolve = gpus_per_node or gpus_per_node_resolver(store)
+    runs = [run_id] + ([baseline] if baseline else [])
+    measured = load_measured(store, runs, gpus_per_node=resolve)
+    mine = {m.point_id: m for m in measured if m.run_id == run_id}
+    lines: list[PointLine] = []
+    q = """SELECT p.point_id, p.state, p.topology, p.conc, p.gpus_per_server, p.image, p.launch_fingerprint,
+                  f.failure_class, COALESCE(f.reason, ''), COALESCE(f.log_tail, ''), s.kv_cache_tokens
+           FROM points p LEFT JOIN failures f ON f.run_id = p.run_id AND f.point_id = p.point_id
+           LEFT JOIN startup s ON s.run_id = p.run_id AND s.point_id = p.point_id
+           WHERE p.run_id = ? ORDER BY p.topology, p.conc, p.point_id"""
+    for (pid, state, topo, conc, gps, image, lf, fclass, reason, tail, kv) in store.conn.execute(q, (run_id,)):
+        lines.append(PointLine(pid, state, topo, conc, gps, image, lf, fclass, reason, tail, mine.get(pid), kv))
+    data = ReportData(run_id, manifest, measured, lines, baseline, baseline_manifest)
+    norm = data.norm
+    if not data.per_node_known:
+        data.notes.append("GPUs per node unknown for some runners: per-node charts and comparisons are omitted "
+                          "(record gpus_per_node in the manifest, or pass --gpus-per-node / --runners)")
+    if results_root is not None:
+        rd = ResultsDir(results_root)
+        for line in lines:
+            if line.measured is not None:
+                path = rd.file(run_id, line.point_id, RECORDS_FILE)
+                got = read_samples(path) if path.is_file() else None
+                if got is not None:
+                    data.samples[line.point_id] = got
+    data.arm_comparison = compare_arms(measured, run_id, norm=norm)
+    if baseline:
+        data.baseline_comparison = compare_runs(measured, run_id, baseline, norm=norm)
+    return data

@@ -1,0 +1,279 @@
+"""One self-contained HTML report for a run: plotly's JS inlined (opens offline), no external
+script, style sheet or font. The dashboard serves the same page with plotly loaded from itself."""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from collections.abc import Sequence
+from typing import Literal
+
+import plotly.graph_objects as go
+
+from infx.analysis.compare import Comparison, ComparisonSet
+from infx.analysis.dataset import NORM_UNITS, ArmSeries, series
+from infx.report import charts
+from infx.report.data import ReportData
+from infx.results.layout import RunManifest
+
+MAIN_CHART_ID = "chart-main"
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;background:#fafafa}
+main{max-width:1280px;margin:0 auto;padding:16px 24px 48px}
+h1{font-size:1.5em;margin:.4em 0} h2{border-bottom:2px solid #ddd;padding-bottom:4px;margin-top:1.8em}
+h3{margin-top:1.4em}
+.banner{background:#b00020;color:#fff;padding:10px 24px;font-weight:600}
+.banner a{color:#fff}
+.note{background:#fff8e1;border-left:4px solid #f0b400;padding:6px 12px;margin:8px 0}
+.chart{background:#fff;border:1px solid #e3e3e3;border-radius:6px;margin:12px 0;padding:4px}
+table{border-collapse:collapse;background:#fff;font-size:13px;margin:8px 0}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f0f0f0} td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.failed td{background:#fdecea} tr.skipped td{background:#f4f4f4;color:#666}
+pre{background:#1e1e1e;color:#ddd;padding:8px;overflow-x:auto;font-size:12px;max-height:240px}
+ul.verdict li{margin:3px 0} nav a{margin-right:12px}
+"""
+
+
+def _e(v: object) -> str:
+    return html.escape("" if v is None else str(v))
+
+
+def _num(v: float | None, digits: int = 1) -> str:
+    if v is None:
+        return "&ndash;"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return f"{v:,.{digits}f}"
+
+
+def _time(ts: float | None) -> str:
+    if ts is None:
+        return "&ndash;"
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def banner(manifest: RunManifest) -> str:
+    if manifest.official:
+        return ""
+    pr = manifest.pr
+    bits = ["UNOFFICIAL RUN"]
+    if pr is not None:
+        if pr.number is not None:
+            bits.append(f"pull request #{pr.number}")
+        if pr.branch:
+            bits.append(f"branch {_e(pr.branch)}")
+        if pr.sha:
+            bits.append(f"commit {_e(pr.sha[:12])}")
+    text = " &middot; ".join(bits)
+    if pr is not None and pr.url:
+        text += f' &middot; <a href="{_e(pr.url)}">{_e(pr.url)}</a>'
+    if pr is not None and pr.title:
+        text += f" &middot; {_e(pr.title)}"
+    return f'<div class="banner" id="unofficial-banner">{text} &mdash; not an official result</div>'
+
+
+def manifest_table(m: RunManifest) -> str:
+    rows = [
+        ("run id", _e(m.run_id)), ("official", "yes" if m.official else "no (pull request / branch run)"),
+        ("infx version", _e(m.infx_version)), ("git commit", _e(m.git_commit)),
+        ("catalog hash", _e(m.catalog_hash)), ("recipe hash", _e(m.recipe_hash)),
+        ("config keys", _e(", ".join(m.config_keys))),
+        ("images", "<br>".join(f"{_e(i.image)}" + (f" <small>({_e(i.digest)})</small>" if i.digest else "")
+                               for i in m.images)),
+        ("engine version", _e(m.engine_version)),
+        ("host", _e(", ".join(f"{k}={v}" for k, v in m.host.model_dump(exclude_none=True).items()
+                              if v not in ([], "")))),
+        ("GPUs per node", _e(", ".join(f"{k}: {v}" for k, v in m.gpus_per_node.items()))),
+        ("started", _time(m.started_at)), ("ended", _time(m.ended_at)),
+        ("baseline run", _e(m.baseline_run)), ("description", _e(m.description)),
+    ]
+    body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    return f'<table id="manifest-table">{body}</table>'
+
+
+def comparison_html(cs: ComparisonSet, anchor: str) -> str:
+    parts = [f'<section id="{anchor}"><h3>{_e(cs.title)}</h3>']
+    for note in cs.notes:
+        parts.append(f'<div class="note">{_e(note)}</div>')
+    for c in cs.comparisons:
+        parts.append(_one_comparison(c))
+    if not cs.comparisons and not cs.notes:
+        parts.append("<p>Nothing to compare.</p>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _one_comparison(c: Comparison) -> str:
+    head = f"<h4>{_e(c.workload)}: {_e(c.a_label)} vs {_e(c.b_label)}</h4>"
+    verdict = "".join(f"<li>{_e(v)}</li>" for v in c.verdict)
+    rows = "".join(
+        f"<tr><td class=num>{_num(e.x, 2)}</td><td class=num>{_num(e.a)}</td><td class=num>{_num(e.b)}</td>"
+        f"<td class=num>{'&ndash;' if e.ratio is None else f'{e.ratio:.2f}x'}</td><td>{_e(e.note)}</td></tr>"
+        for e in c.ladder)
+    unit = f"<br><small>{_e(c.y_label)}</small>"
+    table = (f'<table class="ladder"><tr><th>{_e(c.x_label)} ({_e(c.x_unit)})</th><th>A: {_e(c.a_label)}{unit}</th>'
+             f"<th>B: {_e(c.b_label)}{unit}</th><th>ratio A/B</th><th>note</th></tr>{rows}</table>")
+    return f'{head}<ul class="verdict">{verdict}</ul>{table}'
+
+
+def point_table(data: ReportData, files_url: str | None = None) -> str:
+    norm_node = data.per_node_known
+    head = ("<tr><th>point</th><th>state</th><th>topology</th><th>conc</th><th>GPUs/server</th>"
+            "<th>interactivity<br>median</th><th>interactivity<br>P90</th><th>total tok/s<br>per GPU</th>"
+            + ("<th>total tok/s<br>per node</th>" if norm_node else "")
+            + "<th>output tok/s<br>per GPU</th><th>TTFT ms<br>median / P90</th><th>ITL ms<br>median / P90</th>"
+              "<th>success</th><th>KV cache<br>tokens</th><th>launch</th></tr>")
+    rows = []
+    for p in data.points:
+        m = p.measured
+        name = _e(p.point_id)
+        if files_url is not None:
+            base = f"{files_url}/{_e(data.run_id)}/points/{name}"
+            links = [f'<a href="{base}/status.json">status</a>', f'<a href="{base}/engine.log">log</a>']
+            if m is not None:
+                links.insert(0, f'<a href="{base}/result.json">result</a>')
+            name += f"<br><small>{' '.join(links)}</small>"
+        cells = [f"<td>{name}</td>", f"<td>{_e(p.state)}</td>", f"<td>{_e(p.topology)}</td>",
+                 f"<td class=num>{p.conc}</td>", f"<td class=num>{p.gpus_per_server}</td>"]
+        if m is not None:
+            cells += [f"<td class=num>{_num(m.interactivity_median, 2)}</td>",
+                      f"<td class=num>{_num(m.interactivity_p90, 2)}</td>",
+                      f"<td class=num>{_num(m.throughput('total', 'gpu'))}</td>"]
+            if norm_node:
+                cells.append(f"<td class=num>{_num(m.throughput('total', 'node'))}</td>")
+            cells += [f"<td class=num>{_num(m.throughput('output', 'gpu'))}</td>",
+                      f"<td class=num>{_num(m.ttft_median)} / {_num(m.ttft_p90)}</td>",
+                      f"<td class=num>{_num(m.itl_median, 2)} / {_num(m.itl_p90, 2)}</td>",
+                      f"<td class=num>{_num(None if m.success_rate is None else 100 * m.success_rate)}%</td>"]
+        else:
+            span = 8 if norm_node else 7
+            cells.append(f"<td colspan={span}>{_e(p.failure_class or '')} {_e(p.reason)}</td>")
+        cells += [f"<td class=num>{_num(p.kv_cache_tokens)}</td>", f"<td><small>{_e(p.launch_fingerprint)}</small></td>"]
+        rows.append(f'<tr class="{_e(p.state)}">{"".join(cells)}</tr>')
+    return f'<table id="points-table">{head}{"".join(rows)}</table>'
+
+
+def failures_html(data: ReportData) -> str:
+    failed = [p for p in data.points if p.state != "done"]
+    if not failed:
+        return "<p>No failed or skipped points.</p>"
+    out = []
+    for p in failed:
+        out.append(f"<h4>{_e(p.point_id)}: {_e(p.state)}"
+                   + (f" ({_e(p.failure_class)})" if p.failure_class else "") + "</h4>"
+                   + f"<p>{_e(p.reason) or 'no reason recorded'}</p>"
+                   + (f"<pre>{_e(p.log_tail)}</pre>" if p.log_tail else ""))
+    return f'<div id="failures">{"".join(out)}</div>'
+
+
+def _figure_div(fig: go.Figure, div_id: str) -> str:
+    return ('<div class="chart">'
+            + fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
+                          config={"displaylogo": False, "responsive": True})
+            + "</div>")
+
+
+def workload_charts(data: ReportData) -> tuple[str, list[tuple[str, go.Figure]]]:
+    """HTML of every chart, and the figures by div id (the first is the main chart)."""
+    parts: list[str] = []
+    figs: list[tuple[str, go.Figure]] = []
+    by_gpu = series(data.measured, norm="gpu")
+    by_node = series(data.measured, norm="node") if data.per_node_known else {}
+    for n, (workload, arms) in enumerate(by_gpu.items()):
+        arms = _ordered(arms, data.run_id)
+        if not any(s.run_id == data.run_id for s in arms):
+            continue
+        parts.append(f"<h3>{_e(workload.label)}</h3>")
+        plan: list[tuple[str, go.Figure]] = []
+        if workload in by_node:
+            plan.append(("node", charts.frontier_figure(_ordered(by_node[workload], data.run_id), data.run_id,
+                                                        f"Throughput {NORM_UNITS['node']} vs interactivity "
+                                                        "(step frontiers)")))
+        plan.append(("gpu", charts.frontier_figure(arms, data.run_id,
+                                                   f"Throughput {NORM_UNITS['gpu']} vs interactivity (step frontiers)")))
+        plan.append(("conc", charts.concurrency_figure(arms, data.run_id, "Throughput and interactivity vs concurrency")))
+        plan.append(("latency", charts.latency_figure(arms, data.run_id, "TTFT and ITL vs concurrency")))
+        if any(m.point_id in data.samples for s in arms if s.run_id == data.run_id for m in s.points):
+            plan.append(("dist", charts.samples_figure(arms, data.run_id, "Latency distributions (per request)",
+                                                       data.samples)))
+        else:
+            plan.append(("dist", charts.distribution_figure(arms, data.run_id,
+                                                            "Latency distributions (summary percentiles)")))
+        for k, (kind, fig) in enumerate(plan):
+            div_id = MAIN_CHART_ID if (n == 0 and k == 0) else f"chart-{n}-{kind}"
+            figs.append((div_id, fig))
+            parts.append(_figure_div(fig, div_id))
+    if not figs:
+        parts.append("<p>No measured points in this run.</p>")
+    return "".join(parts), figs
+
+
+def _ordered(arms: Sequence[ArmSeries], run_id: str) -> list[ArmSeries]:
+    return sorted(arms, key=lambda s: (s.run_id != run_id, s.points[0].gpus_per_server, s.label))
+
+
+def render_report(data: ReportData, *, plotly_js: Literal["inline"] | str = "inline",
+                  nav: str = "", files_url: str | None = None) -> str:
+    """The report page. ``plotly_js="inline"`` embeds plotly (self-contained file); any other
+    value is the URL of plotly.min.js (the dashboard serves it itself). ``files_url``: where the
+    points' files are served (the dashboard), to link each point's result, status and log."""
+    if plotly_js == "inline":
+        from plotly.offline import get_plotlyjs
+
+        script = f'<script type="text/javascript">{get_plotlyjs()}</script>'
+    else:
+        script = f'<script src="{_e(plotly_js)}"></script>'
+    m = data.manifest
+    charts_html, _ = workload_charts(data)
+    notes = "".join(f'<div class="note">{_e(n)}</div>' for n in data.notes)
+    comparisons = ""
+    if data.arm_comparison is not None:
+        comparisons += comparison_html(data.arm_comparison, "arm-comparison")
+    if data.baseline_comparison is not None:
+        comparisons += comparison_html(data.baseline_comparison, "baseline-comparison")
+    baseline_line = (f"<p>Compared against baseline run <b>{_e(data.baseline)}</b> (dashed lines, open markers).</p>"
+                     if data.baseline else "")
+    title = f"infx report: {m.run_id}"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title><style>{CSS}</style>{script}</head>
+<body>{banner(m)}<main>
+{nav}
+<h1>{_e(title)}</h1>
+<p>{len([p for p in data.points if p.state == 'done'])} measured, {len([p for p in data.points if p.state == 'failed'])} failed,
+{len([p for p in data.points if p.state == 'skipped'])} skipped point(s). Started {_time(m.started_at)}.</p>
+{baseline_line}{notes}
+<h2 id="charts">Throughput vs interactivity</h2>
+<p>Frontiers are step functions through measured points (never smoothed): the value at an interactivity is the best
+throughput measured at that interactivity or better. Per-node figures are per-server throughput &times; whole servers per
+node (GPUs per node // GPUs per server), assuming replicas do not interfere.</p>
+{charts_html}
+<h2 id="comparisons">Comparisons</h2>
+{comparisons or '<p>No comparisons.</p>'}
+<h2 id="points">Points</h2>
+{point_table(data, files_url)}
+<h2 id="failures-heading">Failures</h2>
+{failures_html(data)}
+<h2 id="manifest">Run manifest</h2>
+{manifest_table(m)}
+<p><small>Generated by infx {_e(m.infx_version)}.</small></p>
+</main></body></html>
+"""
+
+
+def main_chart_page(data: ReportData) -> str:
+    """A page with only the main chart (for the PNG export)."""
+    from plotly.offline import get_plotlyjs
+
+    _, figs = workload_charts(data)
+    if not figs:
+        body = "<p>No measured points.</p>"
+    else:
+        div_id, fig = figs[0]
+        fig = go.Figure(fig)
+        fig.update_layout(width=1200, height=640)
+        body = fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config={"staticPlot": True})
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><script>{get_plotlyjs()}</script>'
+            f"<style>body{{margin:0;background:#fff}}</style></head><body>{body}</body></html>")

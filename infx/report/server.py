@@ -1,0 +1,244 @@
+"""``infx serve RESULTS``: a small read-only dashboard (aiohttp), bound to 127.0.0.1 by default.
+
+Routes (GET/HEAD only): ``/`` lists the runs; ``/runs/{run}`` renders a run's report, with
+``?baseline=RUN`` overlaying another run; ``/files/{run}/manifest.json`` and ``/files/{run}/points/{point}/{file}`` serve a point's
+files (logs, result.json); ``/api/runs`` lists runs as JSON; ``/static/plotly.min.js``.
+
+Nothing outside RESULTS can be read: a file path is split into segments, any ``..``/``.``/empty
+segment, backslash or NUL is refused, the resolved path must stay inside RESULTS (symlinks
+included), and only the per-point files of the layout are served (not the database).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+from aiohttp import web
+
+from infx.diagnostics import InfxError
+from infx.results.layout import (
+    ENGINE_LOG,
+    MANIFEST,
+    POINT_FILE,
+    POINTS,
+    RECORDS_FILE,
+    RESULT_FILE,
+    STATUS_FILE,
+    ResultsDir,
+    check_name,
+)
+from infx.results.store import Store
+
+SERVABLE = {POINT_FILE: "application/json", STATUS_FILE: "application/json", RESULT_FILE: "application/json",
+            ENGINE_LOG: "text/plain", RECORDS_FILE: "application/gzip"}
+DASHBOARD: web.AppKey[Dashboard] = web.AppKey("dashboard")
+SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+                    "X-Frame-Options": "DENY"}
+
+
+@lru_cache(maxsize=1)
+def _plotly_js() -> bytes:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs().encode("utf-8")
+
+
+class Dashboard:
+    """State shared by the handlers: the results root and one query-only store connection."""
+
+    def __init__(self, root: str | Path, *, gpus_per_node: int | None = None, ingest: bool = True):
+        self.results = ResultsDir(root)
+        self.root = self.results.root.resolve()
+        if ingest:
+            with Store(self.results.db_path) as st:
+                st.ingest_dir(self.root)
+        self.store = Store(self.results.db_path)
+        self.store.conn.execute("PRAGMA query_only=ON")
+        self.gpus_per_node = gpus_per_node
+        self.lock = threading.Lock()
+
+    # pages ---------------------------------------------------------------------
+    def index_html(self) -> str:
+        from infx.report.html import CSS, _time
+
+        with self.lock:
+            rows = self.store.conn.execute(
+                """SELECT r.run_id, r.official, r.started_at, r.pr_number, r.pr_branch, r.baseline_run,
+                          (SELECT COUNT(*) FROM points p WHERE p.run_id = r.run_id AND p.state = 'done'),
+                          (SELECT COUNT(*) FROM points p WHERE p.run_id = r.run_id AND p.state != 'done')
+                   FROM runs r ORDER BY r.started_at DESC, r.run_id""").fetchall()
+        e = html.escape
+        body = []
+        official = next((r[0] for r in rows if r[1]), None)  # newest official run: the default baseline
+        options = "".join(f'<option value="{e(r[0])}">{e(r[0])}</option>' for r in rows)
+        base_options = "".join(f'<option value="{e(r[0])}"{" selected" if r[0] == official else ""}>{e(r[0])}</option>'
+                               for r in rows)
+        for run_id, official, started, pr_number, pr_branch, baseline, done, other in rows:
+            kind = "official" if official else f"unofficial (PR #{pr_number or '?'} {e(pr_branch or '')})"
+            overlay = (f' &middot; <a href="/runs/{e(run_id)}?baseline={e(baseline)}">vs {e(baseline)}</a>'
+                       if baseline else "")
+            body.append(f'<tr><td><a href="/runs/{e(run_id)}">{e(run_id)}</a>{overlay}</td><td>{kind}</td>'
+                        f"<td>{_time(started)}</td><td class=num>{done}</td><td class=num>{other}</td></tr>")
+        table = ('<table id="runs-table"><tr><th>run</th><th>kind</th><th>started</th><th>measured</th>'
+                 f'<th>failed / skipped</th></tr>{"".join(body)}</table>')
+        form = (f'<form action="/overlay" method="get">Overlay run <select name="run">{options}</select> on baseline '
+                f'<select name="baseline">{base_options}</select> <button type="submit">show</button></form>')
+        return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>infx dashboard</title>'
+                f"<style>{CSS}</style></head><body><main><h1>infx dashboard</h1>"
+                f"<p>{len(rows)} run(s) in {e(str(self.root))}</p>{table}<h2>Overlay</h2>{form}</main></body></html>")
+
+    def report_html(self, run_id: str, baseline: str | None) -> str:
+        from infx.analysis.dataset import gpus_per_node_resolver
+        from infx.report.data import load_report_data
+        from infx.report.html import render_report
+
+        with self.lock:
+            resolve = gpus_per_node_resolver(self.store, override=self.gpus_per_node)
+            data = load_report_data(self.store, run_id, baseline, gpus_per_node=resolve, results_root=self.root)
+        nav = '<nav><a href="/">&larr; all runs</a></nav>'
+        return render_report(data, plotly_js="/static/plotly.min.js", nav=nav, files_url="/files")
+
+    def safe_file(self, tail: str) -> Path | None:
+        """The file ``tail`` names inside RESULTS, or None when it is not a servable point file."""
+        if not tail or "\\" in tail or "\x00" in tail:
+            return None
+        parts = tail.split("/")
+        if any(p in ("", ".", "..") for p in parts):
+            return None
+        # exactly <run>/manifest.json or <run>/points/<point>/<file>
+        manifest = len(parts) == 2 and parts[1] == MANIFEST
+        if not manifest and (len(parts) != 4 or parts[1] != POINTS or parts[3] not in SERVABLE):
+            return None
+        try:
+            check_name(parts[0], "run id")
+            if not manifest:
+                check_name(parts[2], "point id")
+        except InfxError:
+            return None
+        path = (self.root / Path(*parts)).resolve()
+        if not path.is_relative_to(self.root) or not path.is_file():
+            return None
+        return path
+
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
+
+
+def _host_allowed(host_header: str | None) -> bool:
+    """On a loopback-bound dashboard only loopback Host headers are served (so a web page on
+    another origin cannot reach it through DNS rebinding)."""
+    if not host_header:
+        return False
+    name = host_header.rsplit(":", 1)[0] if not host_header.endswith("]") else host_header
+    return name.lower() in LOOPBACK_NAMES
+
+
+def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool = True,
+             loopback_only: bool = True) -> web.Application:
+    """The dashboard application. ``loopback_only``: refuse requests whose Host is not a
+    loopback name (set it False only when binding another address on purpose)."""
+    dash = Dashboard(root, gpus_per_node=gpus_per_node, ingest=ingest)
+
+    @web.middleware
+    async def headers(request: web.Request, handler):  # type: ignore[no-untyped-def]
+        if loopback_only and not _host_allowed(request.headers.get("Host")):
+            raise web.HTTPMisdirectedRequest(text="refused: this dashboard only answers to 127.0.0.1 / localhost",
+                                             headers=SECURITY_HEADERS)
+        if request.method not in ("GET", "HEAD"):
+            raise web.HTTPMethodNotAllowed(request.method, ["GET", "HEAD"], headers=SECURITY_HEADERS)
+        try:
+            resp = await handler(request)
+        except web.HTTPException as exc:
+            for k, v in SECURITY_HEADERS.items():
+                exc.headers.setdefault(k, v)
+            raise
+        for k, v in SECURITY_HEADERS.items():
+            resp.headers.setdefault(k, v)
+        return resp
+
+    async def index(request: web.Request) -> web.Response:
+        text = await asyncio.get_running_loop().run_in_executor(None, dash.index_html)
+        return web.Response(text=text, content_type="text/html")
+
+    async def run_page(request: web.Request) -> web.Response:
+        run_id = request.match_info["run_id"]
+        baseline = request.query.get("baseline") or None
+        try:
+            check_name(run_id, "run id")
+            if baseline is not None:
+                check_name(baseline, "run id")
+            text = await asyncio.get_running_loop().run_in_executor(None, dash.report_html, run_id, baseline)
+        except InfxError as exc:
+            raise web.HTTPNotFound(text=str(exc)) from None
+        return web.Response(text=text, content_type="text/html")
+
+    async def overlay(request: web.Request) -> web.Response:
+        run_id, baseline = request.query.get("run", ""), request.query.get("baseline", "")
+        try:
+            check_name(run_id, "run id")
+            check_name(baseline, "run id")
+        except InfxError as exc:
+            raise web.HTTPBadRequest(text=str(exc)) from None
+        raise web.HTTPFound(f"/runs/{run_id}?baseline={baseline}")
+
+    async def files(request: web.Request) -> web.StreamResponse:
+        path = dash.safe_file(request.match_info["tail"])
+        if path is None:
+            raise web.HTTPForbidden(text="refused: not a results file")
+        resp = web.FileResponse(path)
+        resp.content_type = SERVABLE.get(path.name, "application/json")
+        return resp
+
+    async def api_runs(request: web.Request) -> web.Response:
+        def runs() -> list[dict[str, object]]:
+            with dash.lock:
+                return [{"run_id": r[0], "official": bool(r[1]), "started_at": r[2]}
+                        for r in dash.store.conn.execute("SELECT run_id, official, started_at FROM runs "
+                                                         "ORDER BY started_at, run_id")]
+        return web.json_response(await asyncio.get_running_loop().run_in_executor(None, runs))
+
+    async def plotly_js(request: web.Request) -> web.Response:
+        return web.Response(body=_plotly_js(), content_type="application/javascript",
+                            headers={"Cache-Control": "max-age=86400"})
+
+    async def on_cleanup(app: web.Application) -> None:
+        dash.store.close()
+
+    app = web.Application(middlewares=[headers])
+    app.router.add_get("/", index)
+    app.router.add_get("/runs/{run_id}", run_page)
+    app.router.add_get("/overlay", overlay)
+    app.router.add_get("/files/{tail:.*}", files)
+    app.router.add_get("/api/runs", api_runs)
+    app.router.add_get("/static/plotly.min.js", plotly_js)
+    app.on_cleanup.append(on_cleanup)
+    app[DASHBOARD] = dash
+    return app
+
+
+def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 8787, gpus_per_node: int | None = None) -> None:
+    """Run the dashboard until interrupted; prints the URL once listening (port 0: any free port)."""
+    async def main() -> None:
+        loopback = host in ("127.0.0.1", "localhost", "::1")
+        app = make_app(root, gpus_per_node=gpus_per_node, loopback_only=loopback)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
+        actual = sockets[0].getsockname()[1] if sockets else port
+        print(f"infx dashboard: http://{host}:{actual}/ (results {Path(root).resolve()}; Ctrl-C to stop)",
+              flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,168 @@
+from __future__ import annotations
+
+import pytest
+
+from infx.analysis.compare import compare_arms, compare_frontiers, compare_runs
+from infx.analysis.dataset import (
+    ArmKey,
+    Measured,
+    WorkloadKey,
+    load_measured,
+    match_arm,
+)
+from infx.analysis.frontier import StepFrontier
+from infx.diagnostics import InfxError
+from infx.results.layout import ResultsDir
+from infx.results.store import Store
+
+W = WorkloadKey("m", "fp4", "mi355x", "vllm", "agentic-coding", None, None)
+
+
+def meas(run: str, tp: int, conc: int, inter: float, total_per_server: float, gpn: int | None = 8) -> Measured:
+    return Measured(run, f"m_tp{tp}_c{conc}", W, ArmKey(f"TP={tp}", "none", "none"), "cluster:x", "img", conc, tp,
+                    gpn, None, inter, inter * 0.8, total_per_server / 9, total_per_server, 100.0, 150.0, 200.0,
+                    1000 / inter, 1000 / inter, 1100 / inter, 1200 / inter, 5000.0, 6000.0, 1.0, None)
+
+
+# Hand-made arms, per node (8-GPU nodes):
+# TP=2 (4 servers/node): (10 tok/s/user, 4000/node) (20, 2400) (40, 400)
+# TP=4 (2 servers/node): (15, 2800) (30, 2000) (60, 600)
+TP2 = [meas("r", 2, 64, 10, 1000), meas("r", 2, 16, 20, 600), meas("r", 2, 1, 40, 100)]
+TP4 = [meas("r", 4, 64, 15, 1400), meas("r", 4, 16, 30, 1000), meas("r", 4, 1, 60, 300)]
+
+
+def test_crossover_detected_between_step_frontiers() -> None:
+    cs = compare_arms(TP2 + TP4, "r", "tp=2", "tp=4", norm="node", at=[15, 20, 25, 30, 40])
+    (c,) = cs.comparisons
+    assert (c.a_label, c.b_label) == ("TP=2", "TP=4")
+    assert c.overlap == (15, 40)
+    # at 15 exactly TP=4's c64 point (2800) counts; just above it TP=4 only has its 30 tok/s/user point
+    assert [e.ratio for e in c.ladder] == pytest.approx([2400 / 2800, 2400 / 2000, 400 / 2000, 400 / 2000, 400 / 600])
+    assert [(r.lo, r.hi, r.winner) for r in c.ranges] == [(15, 20, "a"), (20, 40, "b")]
+    assert [(x.lo, x.before, x.after) for x in c.crossovers] == [(20, "a", "b")]
+    # per GPU the ratios are the same here: both arms pack an 8-GPU node exactly
+    per_gpu = compare_arms(TP2 + TP4, "r", "tp=2", "tp=4", norm="gpu", at=[20]).comparisons[0]
+    assert per_gpu.ladder[0].a == 600 / 2 and per_gpu.ladder[0].b == 1000 / 4
+
+
+def test_crossover_where_winner_changes() -> None:
+    a = StepFrontier.build([10, 20, 40], [4000, 2400, 400])
+    b = StepFrontier.build([5, 15, 30, 60], [3000, 2000, 1000, 600])
+    c = compare_frontiers(a, b, a_label="TP=2", b_label="TP=4", y_label="total tok/s per node")
+    assert c.overlap == (10, 40)
+    # (10,15]: 2400 vs 2000 -> a; (15,20]: 2400 vs 1000 -> a; (20,30]: 400 vs 1000 -> b; (30,40]: 400 vs 600 -> b
+    assert [(r.lo, r.hi, r.winner) for r in c.ranges] == [(10, 20, "a"), (20, 40, "b")]
+    assert c.ranges[0].ratio_min == pytest.approx(1.2) and c.ranges[0].ratio_max == pytest.approx(2.4)
+    (x,) = c.crossovers
+    assert (x.lo, x.hi, x.before, x.after) == (20, 20, "a", "b")
+    assert "crossover at 20" in x.text
+    assert c.verdict[0] == "TP=2 gives 1.20x-2.40x the total tok/s per node of TP=4 below 20.0 tok/s/user"
+    assert c.verdict[1].startswith("TP=4 gives 1.50x-2.50x the total tok/s per node of TP=2 above 20.0")
+
+
+def test_comparison_refuses_to_extrapolate() -> None:
+    a = StepFrontier.build([10, 20, 40], [4000, 2400, 400])
+    b = StepFrontier.build([15, 30, 60], [2800, 2000, 600])
+    c = compare_frontiers(a, b, a_label="TP=2", b_label="TP=4", at=[5, 12, 50])
+    e5, e12, e50 = c.ladder
+    assert (e5.a, e5.b, e5.ratio) == (None, None, None)
+    assert "outside its measured range 10.0-40.0" in e5.note and "TP=4" in e5.note
+    assert e12.a == 2400 and e12.b is None and e12.ratio is None and "no value for TP=4" in e12.note
+    assert e50.a is None and e50.b == 600 and "no value for TP=2" in e50.note
+    assert any("only TP=4 was measured above 40.0" in v for v in c.verdict)
+    assert any("only TP=2 was measured below 15.0" in v for v in c.verdict)
+
+
+def test_disjoint_ranges_give_no_verdict() -> None:
+    a = StepFrontier.build([1, 2], [10, 5])
+    b = StepFrontier.build([5, 6], [10, 5])
+    c = compare_frontiers(a, b, a_label="A", b_label="B")
+    assert c.overlap is None and c.ranges == [] and c.crossovers == []
+    assert c.verdict[0].startswith("no comparison")
+    assert all(e.ratio is None for e in c.ladder)
+
+
+def test_ties_within_tolerance() -> None:
+    a = StepFrontier.build([10, 20], [1000, 500])
+    b = StepFrontier.build([10, 20], [1010, 505])
+    c = compare_frontiers(a, b, a_label="A", b_label="B")
+    assert [r.winner for r in c.ranges] == ["tie"] and c.crossovers == []
+
+
+def test_default_ladder_spans_both_measured_ranges() -> None:
+    a = StepFrontier.build([10, 20, 40], [4000, 2400, 400])
+    b = StepFrontier.build([15, 30, 60], [2800, 2000, 600])
+    c = compare_frontiers(a, b, a_label="A", b_label="B", ladder_points=6)
+    assert [e.x for e in c.ladder] == pytest.approx([10, 20, 30, 40, 50, 60])
+
+
+def test_per_node_needs_gpus_per_node() -> None:
+    with pytest.raises(InfxError, match="GPUs per node unknown"):
+        compare_arms([meas("r", 2, 1, 10, 100, gpn=None)], "r", norm="node")
+    cs = compare_arms([meas("r", 2, 1, 10, 100, gpn=None), meas("r", 4, 1, 12, 150, gpn=None)], "r", norm="gpu")
+    assert len(cs.comparisons) == 1
+
+
+def test_arm_selectors() -> None:
+    assert match_arm("tp=2", ArmKey("TP=2", "mtp", "none"))
+    assert match_arm("TP=8 ep=8", ArmKey("TP=8 EP=8 DP-attn", "none", "none"))
+    assert not match_arm("tp=2", ArmKey("TP=4", "none", "none"))
+    cs = compare_arms(TP2 + TP4, "r", "tp=3", "tp=4")
+    assert cs.comparisons == [] and "no arm matches 'tp=3'" in cs.notes[0]
+
+
+def test_seed_scenario_end_to_end(seed_results: ResultsDir) -> None:
+    with Store(seed_results.db_path) as st:
+        st.ingest_dir(seed_results.root)
+        measured = load_measured(st)
+    assert {m.gpus_per_node for m in measured} == {8}  # from the manifests
+    arms = compare_arms(measured, "pr-1234", norm="node")
+    (c,) = arms.comparisons
+    assert (c.a_label, c.b_label) == ("TP=2", "TP=4")
+    assert [r.winner for r in c.ranges][0] == "a" and c.ranges[-1].winner == "b"
+    assert len(c.crossovers) == 1 and 15 < c.crossovers[0].lo < 30
+    runs = compare_runs(measured, "pr-1234", "baseline", norm="node")
+    rc, best = runs.comparisons
+    assert rc.a_label == "TP=4 (pr-1234)" and rc.b_label == "TP=4 (baseline)"
+    # the run's best deployment (envelope of TP=2 and TP=4) against the baseline's
+    assert best.a_label == "best of TP=2, TP=4 (pr-1234)" and best.b_label == "best of TP=4 (baseline)"
+    assert best.a_range[0] < rc.a_range[0]  # TP=2 reaches lower interactivity than TP=4
+    assert any("TP=2 is new in pr-1234" in n for n in runs.notes)
+
+
+def test_bulk_membership_matches_per_arm_frontiers() -> None:
+    from infx.analysis.dataset import frontier_membership, series
+
+    pts = TP2 + TP4 + [meas("r", 4, 32, 16, 900), meas("r", 3, 8, 25, 700)]
+    for norm in ("gpu", "node", "server"):
+        mask = frontier_membership(pts, norm=norm)
+        expected = set()
+        for arms in series(pts, norm=norm).values():
+            for s in arms:
+                expected |= {s.points[i].point_id for i in s.frontier().members.tolist()}
+        assert {m.point_id for m, k in zip(pts, mask) if k} == expected
+
+
+def test_per_node_differs_from_per_gpu_when_servers_do_not_pack() -> None:
+    # TP=3 on an 8-GPU node: 2 servers (2 GPUs idle); per GPU it looks better than per node
+    tp3 = [meas("r", 3, 16, 20, 900), meas("r", 3, 1, 40, 150)]
+    tp4 = [meas("r", 4, 16, 20, 1150), meas("r", 4, 1, 40, 200)]
+    gpu = compare_arms(tp3 + tp4, "r", "tp=3", "tp=4", norm="gpu", at=[20]).comparisons[0]
+    node = compare_arms(tp3 + tp4, "r", "tp=3", "tp=4", norm="node", at=[20]).comparisons[0]
+    assert gpu.ladder[0].ratio == pytest.approx((900 / 3) / (1150 / 4))  # > 1: TP=3 wins per GPU
+    assert node.ladder[0].ratio == pytest.approx((900 * 2) / (1150 * 2))  # < 1: TP=4 wins per node
+
+
+def test_gpus_per_node_from_runners_yaml_and_override(seed_results: ResultsDir, tmp_path) -> None:
+    from infx.analysis.dataset import gpus_per_node_resolver
+
+    runners = tmp_path / "runners.yaml"
+    runners.write_text("labels:\n  cluster:x:\n    - x_0\nhardware:\n  cluster:x:\n"
+                       "    available-cpu-dram-mib: 1000\n    gpus-per-node: 4\n")
+    with Store(seed_results.db_path) as st:
+        st.ingest_dir(seed_results.root)
+        resolve = gpus_per_node_resolver(st, runners_path=runners)
+        assert resolve("pr-1234", "cluster:mi355x-amds") == 8  # the manifest's snapshot wins
+        assert resolve("pr-1234", "cluster:x") == 4  # else runners.yaml
+        assert resolve("pr-1234", "elsewhere") is None
+        assert gpus_per_node_resolver(st, override=2)("pr-1234", "cluster:mi355x-amds") == 2

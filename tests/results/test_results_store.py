@@ -1,0 +1,199 @@
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from infx.results.layout import PointStatus, ResultsDir
+from infx.results.store import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    Store,
+    ingest_point,
+    make_bundle,
+)
+from infx.results.synthetic import SEED_ARMS, make_point, make_result
+
+
+def dump(db: Path) -> list[str]:
+    conn = sqlite3.connect(db)
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
+
+
+def test_ingest_is_idempotent(seed_results: ResultsDir) -> None:
+    with Store(seed_results.db_path) as st:
+        first = st.ingest_dir(seed_results.root)
+        assert (first.ingested, first.skipped, first.problems) == (24, 0, [])
+        assert st.counts() == {"runs": 2, "points": 24, "results": 22, "startup": 22, "failures": 2}
+    before = dump(seed_results.db_path)
+    with Store(seed_results.db_path) as st:
+        again = st.ingest_dir(seed_results.root)
+    assert (again.ingested, again.unchanged) == (0, 24)
+    assert dump(seed_results.db_path) == before
+
+
+def test_changed_point_is_replaced_not_duplicated(seed_results: ResultsDir) -> None:
+    with Store(seed_results.db_path) as st:
+        st.ingest_dir(seed_results.root)
+    pid = "dsv41flash_tp2_conc8_kvnone_spec-mtp"
+    result = seed_results.read_result("pr-1234", pid)
+    faster = result.model_copy(update={"metrics": result.metrics.model_copy(
+        update={"interactivity_median": 999.0})})
+    seed_results.write_result("pr-1234", pid, faster)
+    with Store(seed_results.db_path) as st:
+        rep = st.ingest_dir(seed_results.root)
+        assert (rep.ingested, rep.unchanged) == (1, 23)
+        rows = st.conn.execute("SELECT interactivity_median FROM results WHERE point_id=? AND run_id='pr-1234'",
+                               (pid,)).fetchall()
+        assert rows == [(999.0,)]
+        assert st.counts()["results"] == 22
+
+
+def test_corrupt_result_is_reported_and_skipped_whole(seed_results: ResultsDir) -> None:
+    pid = "dsv41flash_tp4_conc16_kvnone_spec-mtp"
+    path = seed_results.file("pr-1234", pid, "result.json")
+    path.write_text(path.read_text()[:300])  # truncated mid-write by a crash
+    with Store(seed_results.db_path) as st:
+        rep = st.ingest_dir(seed_results.root)
+        assert (rep.ingested, rep.skipped) == (23, 1)
+        assert len(rep.problems) == 1 and rep.problems[0].file == str(path)
+        assert "invalid JSON" in rep.problems[0].message and rep.problems[0].line is not None
+        for table in ("points", "results", "startup", "failures"):
+            n = st.conn.execute(f"SELECT COUNT(*) FROM {table} WHERE point_id=? AND run_id='pr-1234'",
+                                (pid,)).fetchone()[0]
+            assert n == 0, table
+
+
+def test_partial_result_is_skipped(seed_results: ResultsDir) -> None:
+    pid = "dsv41flash_tp4_conc16_kvnone_spec-mtp"
+    result = seed_results.read_result("pr-1234", pid)
+    seed_results.write_result("pr-1234", pid, result.model_copy(update={"complete": False}))
+    with Store(seed_results.db_path) as st:
+        rep = st.ingest_dir(seed_results.root)
+        assert rep.skipped == 1 and "partial" in rep.problems[0].message
+        assert st.conn.execute("SELECT COUNT(*) FROM points WHERE point_id=? AND run_id='pr-1234'",
+                               (pid,)).fetchone()[0] == 0
+
+
+def test_done_point_without_result_is_skipped(seed_results: ResultsDir) -> None:
+    pid = "dsv41flash_tp4_conc16_kvnone_spec-mtp"
+    seed_results.file("pr-1234", pid, "result.json").unlink()
+    with Store(seed_results.db_path) as st:
+        rep = st.ingest_dir(seed_results.root)
+    assert rep.skipped == 1 and "missing result.json" in rep.problems[0].message
+
+
+def test_point_without_status_is_in_progress(seed_results: ResultsDir) -> None:
+    pid = "dsv41flash_tp4_conc16_kvnone_spec-mtp"
+    seed_results.file("pr-1234", pid, "status.json").unlink()
+    with Store(seed_results.db_path) as st:
+        rep = st.ingest_dir(seed_results.root)
+    assert (rep.pending, rep.skipped, rep.ingested) == (1, 0, 23)
+
+
+def test_failures_and_startup_facts_are_stored(seed_results: ResultsDir) -> None:
+    with Store(seed_results.db_path) as st:
+        st.ingest_dir(seed_results.root)
+        rows = st.conn.execute("SELECT point_id, state, failure_class, log_tail FROM failures ORDER BY point_id").fetchall()
+        assert [(r[0], r[1], r[2]) for r in rows] == [
+            ("dsv41flash_tp2_conc256_kvnone_spec-mtp", "failed", "startup-oom"),
+            ("dsv41flash_tp4_conc256_kvnone_spec-mtp", "skipped", "infeasible")]
+        assert "HIP out of memory" in rows[0][3]
+        kv = st.conn.execute("SELECT kv_cache_tokens FROM startup WHERE point_id LIKE 'dsv41flash_tp2_%' "
+                             "AND run_id='pr-1234' LIMIT 1").fetchone()[0]
+        assert kv == 800_000
+        ident = st.conn.execute("SELECT model, hardware, framework, precision, topology, conc, scenario, image "
+                                "FROM points WHERE point_id='dsv41flash_tp2_conc8_kvnone_spec-mtp' "
+                                "AND run_id='pr-1234'").fetchone()
+        assert ident[:7] == ("deepseek-ai/DeepSeek-V4.1-Flash", "mi355x", "vllm", "fp4", "TP=2", 8, "agentic-coding")
+
+
+def test_ingest_point_as_a_run_goes(tmp_path: Path) -> None:
+    from infx.results.synthetic import make_manifest
+
+    rd = ResultsDir(tmp_path)
+    rd.write_manifest(make_manifest("live"))
+    point = make_point(4, 2)
+    rd.write_point("live", point)
+    rd.write_result("live", point.point_id, make_result(point, SEED_ARMS[1]))
+    rd.write_status("live", point.point_id, PointStatus(state="done"))
+    rep = ingest_point(tmp_path, "live", point.point_id)
+    assert (rep.ingested, rep.problems) == (1, [])
+    assert ingest_point(tmp_path, "live", point.point_id).unchanged == 1
+    with Store(rd.db_path) as st:
+        assert st.counts()["results"] == 1 and st.run_ids() == ["live"]
+
+
+def test_in_memory_bundles_are_idempotent_too(tmp_path: Path) -> None:
+    from infx.results.synthetic import make_manifest
+
+    point = make_point(2, 4)
+    bundle = make_bundle("m", point, PointStatus(state="done"), make_result(point, SEED_ARMS[0]))
+    with Store(tmp_path / "x.db") as st:
+        st.upsert_run(make_manifest("m"))
+        assert st.add_points([bundle]) == (1, 0)
+        assert st.add_points([bundle]) == (0, 1)
+
+
+def test_migrations_apply_in_order_from_an_old_database(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    st = Store(db, schema_target=1)
+    assert st.schema_version() == 1
+    assert st.conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE type='index' AND name='points_identity'"
+                           ).fetchone()[0] == 0
+    st.close()
+    with Store(db) as st2:
+        assert st2.schema_version() == SCHEMA_VERSION == MIGRATIONS[-1][0]
+        assert st2.conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE name='points_identity'").fetchone()[0] == 1
+        assert st2.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_newer_database_is_refused(tmp_path: Path) -> None:
+    from infx.diagnostics import InfxError
+
+    with Store(tmp_path / "n.db") as st:
+        st.conn.execute("UPDATE schema_version SET version=?", (SCHEMA_VERSION + 1,))
+    with pytest.raises(InfxError, match="newer"):
+        Store(tmp_path / "n.db")
+
+
+def test_bad_manifest_skips_the_run(seed_results: ResultsDir) -> None:
+    seed_results.manifest_path("baseline").write_text("{}")
+    with Store(seed_results.db_path) as st:
+        rep = st.ingest_dir(seed_results.root)
+        assert rep.skipped == 6 and st.run_ids() == ["pr-1234"]
+        assert any("run_id" in str(d) for d in rep.problems)
+
+
+def test_concurrent_writers_share_the_database(seed_results: ResultsDir) -> None:
+    """`infx run` ingesting point by point while `infx ingest` runs: both finish, nothing lost."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def ingest_all() -> None:
+        try:
+            with Store(seed_results.db_path) as st:
+                st.ingest_dir(seed_results.root)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def ingest_each() -> None:
+        try:
+            for pid in seed_results.points("pr-1234"):
+                ingest_point(seed_results.root, "pr-1234", pid)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=f) for f in (ingest_all, ingest_each, ingest_all)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    with Store(seed_results.db_path) as st:
+        assert st.counts() == {"runs": 2, "points": 24, "results": 22, "startup": 22, "failures": 2}
