@@ -1,9 +1,15 @@
 """Strict YAML loading that remembers where every node came from.
 
 PyYAML's ``safe_load`` silently keeps the last of two equal keys and forgets positions.
-:func:`load_yaml` composes the node tree with libyaml when available (CSafeLoader),
-rejects duplicate keys, and returns plain Python data plus a position map from
+:func:`load_yaml` rejects duplicate keys and returns plain Python data plus a position map from
 key paths to ``(line, col)`` (1-based), so later validation errors can name ``file:line:col``.
+
+Two paths give the same result. The fast path builds the data straight from libyaml's event
+stream (no node tree, no resolver call per node: a plain scalar is resolved and constructed by
+PyYAML's own SafeLoader once per distinct text, then memoised), recording positions as it goes.
+Anything outside the plain-tree subset (anchors/aliases, explicit tags, merge keys, non-scalar
+keys, several documents), any duplicate key and any syntax error sends the text down the full
+path (compose a node tree with libyaml, then walk it), which yields the exact data or error.
 """
 
 from __future__ import annotations
@@ -11,12 +17,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import ValidationError
+from yaml.events import (
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
+from yaml.nodes import ScalarNode
 
 from infx.diagnostics import Diagnostic, InfxError, PathElem
+
+if TYPE_CHECKING:  # pydantic is only needed by callers that validate
+    from pydantic import ValidationError
 
 try:  # libyaml is ~10x faster than the pure-Python parser
     _Loader: type = yaml.CSafeLoader
@@ -109,73 +126,210 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
+# ----------------------------------------------------------------------------------------------
+# fast path: data and positions straight from the event stream
+
+
+class _Fallback(Exception):
+    """The fast path met something it leaves to the full path (which gives the exact answer)."""
+
+
+#: Plain-scalar text -> its constructed value (immutable types only; process-wide, bounded).
+_PLAIN_MEMO: dict[str, Any] = {}
+_MEMO_LIMIT = 100_000
+_MISS = object()
+#: Plain texts the resolver maps to the merge (``<<``) and value (``=``) tags: full path only.
+_SPECIAL_PLAIN = frozenset({"<<", "="})
+
+
+def _fast(text: str | bytes) -> tuple[Any, dict[tuple, Pos], dict[tuple, Pos]]:
+    """Data, positions and key positions of a plain single-document tree; :class:`_Fallback` otherwise.
+
+    Equal to the full path's result by construction: the same libyaml events, every plain scalar
+    resolved and constructed by the same SafeLoader, a non-plain untagged scalar is the string
+    itself (PyYAML's ``str`` default tag), and a node's position is its start event's mark, as in
+    the composed node tree.
+    """
+    loader = _Loader(text)
+    try:
+        get = loader.get_event
+        memo = _PLAIN_MEMO
+        miss = _MISS
+        pos: dict[tuple, Pos] = {}
+        kpos: dict[tuple, Pos] = {}
+
+        def plain(value: str) -> Any:
+            if value in _SPECIAL_PLAIN:
+                raise _Fallback
+            tag = loader.resolve(ScalarNode, value, (True, False))
+            out = loader.construct_object(ScalarNode(tag, value))
+            if type(out) in _IMMUTABLE and len(memo) < _MEMO_LIMIT:
+                memo[value] = out
+            return out
+
+        def node(ev: Any, path: tuple) -> Any:
+            cls = ev.__class__
+            if cls is ScalarEvent:
+                if ev.tag is not None or ev.anchor is not None:
+                    raise _Fallback
+                m = ev.start_mark
+                pos[path] = (m.line + 1, m.column + 1)
+                if ev.implicit[0]:
+                    value = memo.get(ev.value, miss)
+                    return plain(ev.value) if value is miss else value
+                return ev.value
+            if cls is MappingStartEvent:
+                if ev.tag is not None or ev.anchor is not None:
+                    raise _Fallback
+                m = ev.start_mark
+                pos[path] = (m.line + 1, m.column + 1)
+                out: dict[Any, Any] = {}
+                while True:
+                    k = get()
+                    kcls = k.__class__
+                    if kcls is MappingEndEvent:
+                        return out
+                    if kcls is not ScalarEvent or k.tag is not None or k.anchor is not None:
+                        raise _Fallback
+                    if k.implicit[0]:
+                        key = memo.get(k.value, miss)
+                        if key is miss:
+                            key = plain(k.value)
+                    else:
+                        key = k.value
+                    if key in out:
+                        raise _Fallback  # the full path reports it with both positions
+                    p = path + (key,)
+                    m = k.start_mark
+                    kpos[p] = (m.line + 1, m.column + 1)
+                    out[key] = node(get(), p)
+            if cls is SequenceStartEvent:
+                if ev.tag is not None or ev.anchor is not None:
+                    raise _Fallback
+                m = ev.start_mark
+                pos[path] = (m.line + 1, m.column + 1)
+                seq: list[Any] = []
+                append = seq.append
+                i = 0
+                while True:
+                    item = get()
+                    if item.__class__ is SequenceEndEvent:
+                        return seq
+                    append(node(item, path + (i,)))
+                    i += 1
+            raise _Fallback  # an alias
+
+        get()  # StreamStartEvent
+        ev = get()
+        if ev.__class__ is StreamEndEvent:
+            return None, pos, kpos
+        data = node(get(), ())  # after DocumentStartEvent
+        get()  # DocumentEndEvent
+        if get().__class__ is not StreamEndEvent:
+            raise _Fallback  # several documents: the full path reports it
+        return data, pos, kpos
+    finally:
+        loader.dispose()
+
+
+# ----------------------------------------------------------------------------------------------
+# full path: compose a node tree, then walk it
+
+
 def _walk(node: yaml.Node, path: tuple, pos: dict, loader: Any, file: str, kpos: dict | None = None) -> Any:
     mark = node.start_mark
     pos[path] = (mark.line + 1, mark.column + 1)
     if isinstance(node, yaml.MappingNode):
+        # Keys written in this mapping must be unique; keys brought in by a merge (``<<``) may be
+        # overridden by a written one, as in PyYAML (flatten_mapping puts merged pairs first).
+        written = {id(k) for k, _ in node.value if k.tag != _MERGE_TAG}
         loader.flatten_mapping(node)
         out: dict[Any, Any] = {}
         first: dict[Any, Any] = {}
         for knode, vnode in node.value:
-            key = _scalar(knode, loader) if isinstance(knode, yaml.ScalarNode) else loader.construct_object(knode, deep=True)
+            key = _scalar(knode, loader, file, path) if isinstance(knode, yaml.ScalarNode) else loader.construct_object(knode, deep=True)
             try:
                 hash(key)
             except TypeError:
                 raise InfxError(Diagnostic("mapping key must be a scalar", file, knode.start_mark.line + 1, knode.start_mark.column + 1, path)) from None
-            if key in out:
-                fl = first[key]
+            if key in out and id(knode) in written and first[key][1]:
+                fl = first[key][0]
                 raise InfxError(
                     Diagnostic(
                         f"duplicate key '{key}' (first defined at line {fl})",
                         file, knode.start_mark.line + 1, knode.start_mark.column + 1, path + (key,),
                     )
                 )
-            first[key] = knode.start_mark.line + 1
+            first[key] = (knode.start_mark.line + 1, id(knode) in written)
             if kpos is not None:
                 kpos[path + (key,)] = (knode.start_mark.line + 1, knode.start_mark.column + 1)
             out[key] = _walk(vnode, path + (key,), pos, loader, file, kpos)
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_walk(v, path + (i,), pos, loader, file, kpos) for i, v in enumerate(node.value)]
-    return _scalar(node, loader)
+    return _scalar(node, loader, file, path)
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 _SCALAR_MEMO: dict[tuple[str, str], Any] = {}
 _IMMUTABLE = (str, int, float, bool, type(None))
 
 
-def _scalar(node: yaml.Node, loader: Any) -> Any:
+def _scalar(node: yaml.Node, loader: Any, file: str = "", path: tuple = ()) -> Any:
     """Construct a scalar; immutable results are memoised by (tag, text), since catalogs repeat them a lot."""
     memo_key = (node.tag, node.value)
     try:
         return _SCALAR_MEMO[memo_key]
     except KeyError:
         pass
-    value = loader.construct_object(node)
-    if type(value) in _IMMUTABLE and len(_SCALAR_MEMO) < 100_000:
+    try:
+        value = loader.construct_object(node)
+    except ValueError as exc:  # e.g. a timestamp-shaped plain scalar that is no date (2020-13-45)
+        mark = node.start_mark
+        raise InfxError(Diagnostic(f"invalid {node.tag.rsplit(':', 1)[-1]} value {node.value!r}: {exc}",
+                                   file, mark.line + 1, mark.column + 1, path)) from None
+    if type(value) in _IMMUTABLE and len(_SCALAR_MEMO) < _MEMO_LIMIT:
         _SCALAR_MEMO[memo_key] = value
     return value
 
 
-def parse_yaml(text: str | bytes, file: str) -> YamlSource:
-    """Parse YAML text strictly. Syntax errors and duplicate keys raise :class:`InfxError`."""
+def _syntax_error(exc: yaml.YAMLError, file: str) -> InfxError:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
+        problem = exc.problem or exc.context or "invalid YAML"
+        return InfxError(Diagnostic(f"YAML syntax error: {problem}", file, line, col))
+    return InfxError(Diagnostic(f"YAML error: {exc}", file))
+
+
+def _parse_full(text: str | bytes, file: str) -> YamlSource:
     loader = _Loader(text)
     try:
         try:
             root = loader.get_single_node()
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
-            problem = exc.problem or exc.context or "invalid YAML"
-            raise InfxError(Diagnostic(f"YAML syntax error: {problem}", file, line, col)) from None
         except yaml.YAMLError as exc:
-            raise InfxError(Diagnostic(f"YAML error: {exc}", file)) from None
+            raise _syntax_error(exc, file) from None
         pos: dict[tuple, Pos] = {}
         kpos: dict[tuple, Pos] = {}
-        data = None if root is None else _walk(root, (), pos, loader, file, kpos)
+        try:
+            data = None if root is None else _walk(root, (), pos, loader, file, kpos)
+        except yaml.MarkedYAMLError as exc:  # an unknown tag, a bad merge key, a bad !!binary...
+            mark = exc.problem_mark or exc.context_mark
+            line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
+            raise InfxError(Diagnostic(f"YAML error: {exc.problem or exc.context or 'cannot construct value'}",
+                                       file, line, col)) from None
         return YamlSource(file, data, pos, kpos)
     finally:
         loader.dispose()
+
+
+def parse_yaml(text: str | bytes, file: str) -> YamlSource:
+    """Parse YAML text strictly. Syntax errors and duplicate keys raise :class:`InfxError`."""
+    try:
+        data, pos, kpos = _fast(text)
+    except Exception:  # noqa: BLE001 - anything unusual (or wrong) is the full path's to answer exactly
+        return _parse_full(text, file)
+    return YamlSource(file, data, pos, kpos)
 
 
 def load_yaml(path: str | Path) -> YamlSource:

@@ -87,8 +87,8 @@ class WorkerConfig(_Model):
     @classmethod
     def _remember_key_order(cls, data: Any, handler: Any) -> "WorkerConfig":
         model = handler(data)
-        if isinstance(data, dict):
-            model._yaml_keys = tuple(k for k in data if isinstance(k, str))
+        if isinstance(data, dict):  # validated with extra="forbid": every key is a field name or alias
+            model._yaml_keys = tuple(data)
         return model
 
     @model_validator(mode="after")

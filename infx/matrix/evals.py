@@ -33,7 +33,15 @@ class Gen:
 
 
 def arm_key(g: Gen) -> tuple[str, str]:
-    return g.key, json.dumps({k: v for k, v in g.row.items() if k not in NON_ARM_FIELDS}, sort_keys=True)
+    arm = dict(g.row)
+    for k in _NON_ARM:
+        arm.pop(k, None)
+    return g.key, _ARM_ENCODE(arm)
+
+
+_NON_ARM = tuple(sorted(NON_ARM_FIELDS))
+#: ``json.dumps(obj, sort_keys=True)`` without building an encoder per call.
+_ARM_ENCODE = json.JSONEncoder(sort_keys=True).encode
 
 
 def arm_label(g: Gen) -> str:

@@ -17,6 +17,13 @@ def point_id(row: dict[str, Any], config_key: str = "") -> str:
     field-for-field identical (e.g. an A/B power-measurement copy of an entry). Rows built
     outside the generator (no config key known) hash with an empty key.
     """
-    ident = {k: v for k, v in row.items() if k not in NON_IDENTITY_FIELDS}
-    blob = json.dumps([config_key, ident], sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+    ident = dict(row)
+    for k in _DROP:
+        ident.pop(k, None)
+    return hashlib.sha256(_ENCODE([config_key, ident]).encode()).hexdigest()[:12]
+
+
+_DROP = tuple(sorted(NON_IDENTITY_FIELDS))
+#: ``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)``, without building an
+#: encoder per call (the blob, hence every id, is unchanged).
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode

@@ -44,3 +44,19 @@ def test_cache_can_be_disabled_and_survives_garbage(tmp_path: Path, monkeypatch:
     assert list(load_catalog([REPO / "configs" / "cpu-master.yaml"]).entries) == [
         "tinyllama-bf16-cpu-vllm", "tinyllama-bf16-cpu-vllm-agentic"]
     assert os.path.getsize(path) > 100  # rewritten with a valid entry set
+
+
+def test_a_torn_cache_file_is_recomputed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INFX_CACHE_DIR", str(tmp_path / "c"))
+    src = REPO / "configs" / "amd-master.yaml"
+    fresh = load_catalog([src])
+    path = cache._path(src.read_bytes())
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])  # a crash mid-write (the cache is not fsynced)
+    assert cache.get(src.read_bytes()) is None
+    assert load_catalog([src]).entries == fresh.entries
+    assert path.read_bytes() == whole
+    flipped = bytearray(whole)
+    flipped[-10] ^= 1  # same length, one bit off: the checksum catches it
+    path.write_bytes(bytes(flipped))
+    assert cache.get(src.read_bytes()) is None

@@ -28,3 +28,11 @@ def test_point_id_ignores_eval_flags_and_name_but_not_topology_or_key() -> None:
     assert point_id({**row, "conc": 16}, "k") != pid
     assert point_id(row, "other-key") != pid
     assert point_id(dict(reversed(list(row.items()))), "k") == pid  # key order does not matter
+
+
+def test_point_id_value_is_pinned() -> None:
+    """Point-ids name result directories: the formula (sha256 of the sorted, compact, ASCII JSON of
+    ``[config-key, identifying fields]``) must not drift, e.g. through an encoding optimisation."""
+    row = {"model": "m", "tp": 4, "conc": 8, "exp-name": "a", "run-eval": False,
+           "prefill": {"tp": 2, "dp-attn": True}, "image": "\u00fc", "eval-conc": 8}
+    assert point_id(row, "k") == "49facd5e2cf7"
