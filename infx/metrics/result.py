@@ -44,6 +44,25 @@ class Throughput(_Model):
     gpus_per_server: int | None = None
     output_tok_per_s_per_gpu: float | None = None
     total_tok_per_s_per_gpu: float | None = None
+    # added (loadgen): input per GPU, per-node rates (None when the node count is unknown)
+    input_tok_per_s_per_gpu: float | None = None
+    nodes: int | None = None
+    output_tok_per_s_per_node: float | None = None
+    total_tok_per_s_per_node: float | None = None
+
+
+class ErrorAware(_Model):
+    """Latency percentiles over *all* measured requests, each failed request counted as
+    infinitely slow (ms). ``None`` where the percentile falls on a failure (unbounded)."""
+
+    issued: int
+    failed: int
+    ttft_p50_ms: float | None = None
+    ttft_p90_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    e2el_p50_ms: float | None = None
+    e2el_p90_ms: float | None = None
+    e2el_p99_ms: float | None = None
 
 
 class Metrics(_Model):
@@ -63,6 +82,13 @@ class Metrics(_Model):
     interactivity_median: float | None = None
     interactivity_p90: float | None = None
     error_classes: dict[str, int] = Field(default_factory=dict)
+    # added (loadgen); definitions in docs/metrics.md
+    warmup_requests: int = 0
+    ttfb_ms: Stat | None = None  # send -> first body byte
+    interactivity_e2e_p90: float | None = None  # 1000 / p90(E2EL_ms / output tokens) (InferenceX)
+    good_requests: int | None = None  # requests meeting every goodput SLO (None: no SLO given)
+    good_fraction: float | None = None  # good_requests / issued (failures count against it)
+    error_aware: ErrorAware | None = None
 
 
 class Check(_Model):

@@ -1,0 +1,1 @@
+"""The load generator: request sources, one streaming HTTP client, the bench runner."""

@@ -1,0 +1,96 @@
+"""``BenchConfig``: the typed configuration of one ``infx bench`` run (recorded in result.json)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from infx.loadgen.records import Endpoint
+from infx.loadgen.source import Arrival
+
+
+class BenchConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str
+    model: str
+    tokenizer: str | None = None  # local dir with tokenizer.json (default: model, if a dir)
+    endpoint: Endpoint = "completions"
+    # load shape: closed loop (concurrency only) or open loop (request_rate [+ concurrency cap])
+    concurrency: int | None = Field(None, ge=1)
+    request_rate: float | None = Field(None, gt=0)
+    arrival: Arrival = "poisson"
+    burstiness: float = Field(1.0, gt=0)
+    # how much: a request count or a duration
+    num_prompts: int | None = Field(None, ge=1)
+    duration_s: float | None = Field(None, gt=0)
+    warmup_requests: int = Field(0, ge=0)
+    warmup_s: float = Field(0.0, ge=0)
+    seed: int = 0
+    # dataset
+    dataset: Literal["random", "sharegpt"] = "random"
+    dataset_path: str | None = None
+    input_len: int = Field(1024, ge=1)
+    output_len: int | None = Field(None, ge=1)  # random: default 128; sharegpt: from the reply
+    range_ratio: float = Field(1.0, gt=0, le=1)
+    ignore_eos: bool = False
+    # what to ask the server for
+    continuous_usage: bool = True
+    token_ids: bool = False
+    stall_timeout_s: float = Field(120.0, gt=0)
+    total_timeout_s: float | None = Field(1800.0, gt=0)
+    # metrics
+    goodput: dict[str, float] = Field(default_factory=dict)
+    gpus: int | None = Field(None, ge=1)  # per-GPU throughput when known
+    nodes: int | None = Field(None, ge=1)
+    point: dict[str, Any] | None = None  # the matrix row, if run for a matrix point
+    # execution
+    workers: int = Field(1, ge=1)
+    out_dir: str | None = None
+    progress: bool = True
+
+    @model_validator(mode="after")
+    def _shape(self) -> "BenchConfig":
+        if self.request_rate is not None and math.isinf(self.request_rate):
+            self.request_rate = None
+        if self.request_rate is None and self.concurrency is None:
+            raise ValueError("give --concurrency (closed loop) or --request-rate (open loop)")
+        if self.num_prompts is not None and self.duration_s is not None:
+            raise ValueError("give --num-prompts or --duration, not both")
+        if self.warmup_requests and self.warmup_s:
+            raise ValueError("warmup is a request count or a number of seconds, not both")
+        if self.dataset == "sharegpt" and not self.dataset_path:
+            raise ValueError("the sharegpt dataset needs --dataset-path")
+        if self.workers > 1 and self.concurrency is not None and self.concurrency < self.workers:
+            raise ValueError(f"--workers {self.workers} needs --concurrency >= {self.workers} (lanes are sharded over workers)")
+        return self
+
+    @property
+    def open_loop(self) -> bool:
+        return self.request_rate is not None
+
+    @property
+    def effective_num_prompts(self) -> int | None:
+        if self.duration_s is not None:
+            return None
+        if self.num_prompts is not None:
+            return self.num_prompts
+        return 10 * (self.concurrency or 10)  # the reference client's CONC*10
+
+
+def parse_warmup(text: str | None) -> tuple[int, float]:
+    """``"16"`` -> 16 requests; ``"5s"`` / ``"2.5s"`` -> seconds. Returns (requests, seconds)."""
+    if text is None or text.strip() in ("", "0"):
+        return 0, 0.0
+    t = text.strip().lower()
+    if t.endswith("s"):
+        value = float(t[:-1])
+        if value < 0:
+            raise ValueError("warmup seconds must be >= 0")
+        return 0, value
+    count = int(t)
+    if count < 0:
+        raise ValueError("warmup count must be >= 0")
+    return count, 0.0

@@ -1,0 +1,111 @@
+"""The driver: pull specs from a request source, send each when a concurrency slot is free,
+collect one record per request. One asyncio loop, one aiohttp session."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import aiohttp
+
+from infx.loadgen.http import Target, stream_request
+from infx.loadgen.records import RequestRecord, RequestSpec
+from infx.loadgen.source import RequestSource
+
+_now = time.monotonic_ns
+
+
+@dataclass
+class Counters:
+    """Live progress, read by the progress display (plain ints: one writer, the loop)."""
+
+    issued: int = 0
+    completed: int = 0
+    failed: int = 0
+    output_tokens: int = 0
+
+    def add(self, rec: RequestRecord) -> None:
+        if rec.ok:
+            self.completed += 1
+            self.output_tokens += rec.output_tokens
+        else:
+            self.failed += 1
+
+
+async def drive(
+    source: RequestSource,
+    session: aiohttp.ClientSession,
+    target: Target,
+    *,
+    max_concurrency: int | None,
+    worker: int | None = None,
+    counters: Counters | None = None,
+    on_record: Callable[[RequestRecord], None] | None = None,
+    records: list[RequestRecord] | None = None,
+) -> list[RequestRecord]:
+    """Run ``source`` to exhaustion and wait for every request. ``max_concurrency`` None/0:
+    no cap (pure open loop). If this coroutine is cancelled, in-flight requests are cancelled
+    too and come back as ``cancelled`` records appended to ``records`` (pass your own list to
+    keep them); the ``CancelledError`` is then re-raised."""
+    records = records if records is not None else []
+    counters = counters if counters is not None else Counters()
+    cap = max_concurrency or 0
+    slots: asyncio.Queue[int] | None = None
+    if cap > 0:
+        slots = asyncio.Queue()
+        t0 = _now()
+        for _ in range(cap):
+            slots.put_nowait(t0)
+    inflight: set[asyncio.Task[None]] = set()
+
+    def finish(rec: RequestRecord) -> None:
+        records.append(rec)
+        counters.add(rec)
+        source.on_complete(rec)
+        if on_record is not None:
+            on_record(rec)
+
+    async def one(spec: RequestSpec) -> None:
+        send_ns = _now()
+        try:
+            rec = await stream_request(session, spec, target, worker=worker)
+        except asyncio.CancelledError:
+            finish(RequestRecord.cancelled(spec, send_ns, _now(), worker))
+            return
+        finally:
+            if slots is not None:
+                slots.put_nowait(_now())
+        finish(rec)
+
+    agen = source.__aiter__()
+    try:
+        while True:
+            t_free = await slots.get() if slots is not None else None
+            try:
+                spec = await agen.__anext__()
+            except StopAsyncIteration:
+                break
+            if spec.intended_send_ns is None:
+                spec.intended_send_ns = t_free if t_free is not None else _now()
+            counters.issued += 1
+            task = asyncio.create_task(one(spec))
+            inflight.add(task)
+            task.add_done_callback(inflight.discard)
+        while inflight:
+            await asyncio.wait(list(inflight))
+    except asyncio.CancelledError:
+        for task in list(inflight):
+            task.cancel()
+        if inflight:
+            await asyncio.wait(list(inflight))
+        raise
+    finally:
+        aclose = getattr(agen, "aclose", None)
+        if aclose is not None:
+            try:
+                await aclose()
+            except Exception:  # noqa: BLE001
+                pass
+    return records

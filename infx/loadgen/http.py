@@ -1,0 +1,612 @@
+"""One streaming OpenAI-compatible request -> one :class:`RequestRecord`. Never raises.
+
+The hot path does as little as possible: it stamps ``time.monotonic_ns()`` on every body read
+and keeps the raw bytes; SSE framing, JSON decoding and token counting happen after the body
+has ended (same process, off the timing path). An event's arrival time is the arrival time of
+the read that completed it: the client cannot know better. A *chunk* in the record is one
+arrival: token-carrying events completed by the same read are merged into one chunk carrying
+their summed token count (so coalesced events become one k-token chunk, not k-1 zero gaps).
+
+Token counting, in order of preference (``RequestRecord.token_source``):
+``token_ids`` (vLLM ``return_token_ids``: exact per chunk), ``usage`` (cumulative
+``usage.completion_tokens`` on every chunk, vLLM ``stream_options.continuous_usage_stats``),
+``events`` (fallback: one token per choice event that is not role-only or finish-only; exact
+for servers that stream one event per token, such as vLLM). The final server ``usage`` is kept
+separately as ``completion_tokens``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import aiohttp
+from pydantic import BaseModel, ConfigDict
+
+from infx.loadgen.records import ENDPOINT_PATHS, RequestRecord, RequestSpec
+
+_now = time.monotonic_ns
+
+DEFAULT_READ_BUFSIZE = 4 * 1024 * 1024  # aiohttp's 64 KiB default collapses long-context streams
+
+
+class Target(BaseModel):
+    """Where and how to send: the server, the served model name, what to ask for in the stream."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str
+    model: str
+    stall_timeout_s: float = 120.0  # no byte at all for this long -> timeout_stall
+    total_timeout_s: float | None = 1800.0  # whole request -> timeout_total
+    continuous_usage: bool = True  # stream_options.continuous_usage_stats (vLLM, TRT-LLM)
+    token_ids: bool = False  # vLLM return_token_ids (exact per-chunk counts)
+    api_key: str | None = None
+
+
+def make_session(connections: int = 0, read_bufsize: int = DEFAULT_READ_BUFSIZE) -> aiohttp.ClientSession:
+    """One keep-alive session for the whole run (``connections`` 0 = unlimited)."""
+    connector = aiohttp.TCPConnector(limit=connections, limit_per_host=0, keepalive_timeout=300, ttl_dns_cache=None)
+    return aiohttp.ClientSession(
+        connector=connector,
+        timeout=aiohttp.ClientTimeout(total=None),
+        read_bufsize=read_bufsize,
+        auto_decompress=False,
+        skip_auto_headers=("Accept-Encoding",),
+    )
+
+
+def build_body(spec: RequestSpec, target: Target) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": spec.model or target.model}
+    if spec.endpoint == "chat":
+        body["messages"] = spec.messages if spec.messages is not None else [{"role": "user", "content": spec.prompt or ""}]
+    else:
+        body["prompt"] = spec.prompt if spec.prompt is not None else ""
+    body["max_tokens"] = spec.max_tokens
+    body["stream"] = True
+    opts: dict[str, Any] = {"include_usage": True}
+    if target.continuous_usage:
+        opts["continuous_usage_stats"] = True
+    body["stream_options"] = opts
+    if spec.ignore_eos:
+        body["ignore_eos"] = True
+    if target.token_ids:
+        body["return_token_ids"] = True
+    body.update(spec.extra_body)
+    return body
+
+
+def _classify_status(status: int) -> str:
+    if status == 429:
+        return "http_429"
+    if 400 <= status < 500:
+        return "http_4xx"
+    if 500 <= status < 600:
+        return "http_5xx"
+    return "http_other"
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+async def stream_request(
+    session: aiohttp.ClientSession,
+    spec: RequestSpec,
+    target: Target,
+    *,
+    worker: int | None = None,
+) -> RequestRecord:
+    """Send ``spec`` to ``target`` over ``session`` and record everything; never raises
+    (except ``asyncio.CancelledError``, which callers turn into a ``cancelled`` record)."""
+    path = ENDPOINT_PATHS[spec.endpoint]
+    url = target.base_url.rstrip("/") + path
+    try:
+        payload = json.dumps(build_body(spec, target), separators=(",", ":")).encode()
+    except (TypeError, ValueError) as exc:
+        now = _now()
+        return _base_record(spec, worker, now, now, error=("client_error", f"cannot encode request body: {exc}"))
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    if target.api_key:
+        headers["Authorization"] = f"Bearer {target.api_key}"
+    if spec.headers:
+        headers.update(spec.headers)
+    # sock_read: aiohttp fails the body when no byte came for stall_timeout_s; the total
+    # deadline is ours (aiohttp's total timer does not cover _TimedReader.wait_eof).
+    timeout = aiohttp.ClientTimeout(total=target.total_timeout_s, sock_read=target.stall_timeout_s)
+
+    reads: list[tuple[int, bytes]] = []
+    status: int | None = None
+    headers_ns: int | None = None
+    error: tuple[str, str] | None = None
+    content_type = ""
+    eof_ns: int | None = None
+    send_ns = _now()
+    deadline = None if target.total_timeout_s is None else send_ns + int(target.total_timeout_s * 1e9)
+    try:
+        async with session.post(url, data=payload, headers=headers, timeout=timeout) as resp:
+            headers_ns = _now()
+            status = resp.status
+            if status != 200:
+                try:
+                    text = (await resp.content.read(4096)).decode("utf-8", "replace")
+                except Exception:  # noqa: BLE001 - the status already says enough
+                    text = ""
+                error = (_classify_status(status), _short(f"HTTP {status}: {text}"))
+            else:
+                content_type = resp.headers.get("Content-Type", "")
+                eof_ns = await _read_body(resp.content, reads, headers_ns, deadline)
+    except asyncio.CancelledError:
+        raise
+    except aiohttp.ConnectionTimeoutError as exc:
+        error = ("connect_error", _short(f"connect timeout: {exc}"))
+    except aiohttp.ServerTimeoutError as exc:
+        error = ("timeout_stall", f"no data for {target.stall_timeout_s:g} s" + (f" ({exc})" if str(exc) else ""))
+    except TimeoutError:
+        error = ("timeout_total", f"request exceeded {target.total_timeout_s:g} s")
+    except aiohttp.ClientConnectorError as exc:
+        error = ("connect_error", _short(str(exc)))
+    except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError, ConnectionError) as exc:
+        error = ("connection_reset", _short(f"{type(exc).__name__}: {exc}"))
+    except aiohttp.ClientError as exc:
+        error = ("connection_reset", _short(f"{type(exc).__name__}: {exc}"))
+    except Exception as exc:  # noqa: BLE001 - a record must always come back
+        error = ("client_error", _short(f"{type(exc).__name__}: {exc}"))
+    end_ns = eof_ns if eof_ns is not None and error is None else _now()
+
+    rec = _base_record(spec, worker, send_ns, end_ns, error=None)
+    rec.http_status = status
+    rec.headers_ns = headers_ns
+    if reads:
+        rec.first_byte_ns = reads[0][0]
+    if status == 200 and error is None and "text/event-stream" not in content_type:
+        error = ("protocol_error", f"expected Content-Type text/event-stream, got {content_type or 'none'!r}")
+    parse_error = parse_sse(reads, rec) if reads else None
+    if error is None:
+        error = parse_error
+    if error is None:
+        error = _completion_error(rec, spec)
+    if error is not None:
+        rec.error_class, rec.error_message = error  # type: ignore[assignment]
+    return rec
+
+
+class _TimedReader(aiohttp.StreamReader):
+    """Body reader that stamps every piece of body the HTTP parser hands over and keeps it,
+    without waking the request's task (which waits for the end of the body). Stamping happens
+    synchronously inside the transport's ``data_received``, i.e. at the socket read, and the
+    per-chunk cost is one call instead of a task switch. Installed on a response's
+    ``StreamReader`` by ``__class__`` assignment (same slots); the class is restored after."""
+
+    __slots__ = ()
+
+    def feed_data(self, data: bytes, size: int = 0) -> bool:  # noqa: ARG002
+        if data:
+            self._buffer.append((_now(), data))  # type: ignore[arg-type]
+            self.total_bytes += len(data)
+        return False
+
+    def feed_eof(self) -> None:
+        self._buffer.append((_now(), b""))  # type: ignore[arg-type] # the end-of-body stamp
+        super().feed_eof()
+
+    def begin_http_chunk_receiving(self) -> None:
+        return None
+
+    def end_http_chunk_receiving(self) -> None:
+        return None
+
+
+_FAST_READER = True  # set False to fall back to the plain readany loop (debugging)
+
+
+async def _read_body(
+    content: aiohttp.StreamReader, reads: list[tuple[int, bytes]], headers_ns: int, deadline: int | None
+) -> int | None:
+    """Collect ``(arrival_ns, bytes)`` for the whole body into ``reads``; return the time the
+    end of the body was parsed (None if unknown). Raises aiohttp's payload / timeout errors, and
+    ``TimeoutError`` past ``deadline``."""
+    if _FAST_READER and type(content) is aiohttp.StreamReader:
+        try:
+            pending = list(content._buffer)  # body bytes parsed together with the headers
+            content._buffer.clear()
+            content._size = 0
+            content.__class__ = _TimedReader
+        except (TypeError, AttributeError):
+            pass
+        else:
+            reads.extend((headers_ns, b) for b in pending if b)
+            try:
+                if deadline is None:
+                    await content.wait_eof()
+                else:
+                    async with asyncio.timeout_at(asyncio.get_running_loop().time() + (deadline - _now()) / 1e9):
+                        await content.wait_eof()
+            finally:
+                eof_ns = None
+                for t, b in content._buffer:  # type: ignore[misc]
+                    if b:
+                        reads.append((t, b))
+                    else:
+                        eof_ns = t
+                content._buffer.clear()
+                content.__class__ = aiohttp.StreamReader
+            if content.exception() is not None:
+                raise content.exception()  # type: ignore[misc]
+            return eof_ns
+    readany = content.readany
+    append = reads.append
+    while True:
+        data = await readany()
+        if not data:
+            return _now()
+        append((_now(), data))
+
+
+def _base_record(
+    spec: RequestSpec, worker: int | None, send_ns: int, end_ns: int, error: tuple[str, str] | None
+) -> RequestRecord:
+    rec = RequestRecord(
+        request_id=spec.request_id,
+        endpoint=spec.endpoint,
+        session_id=spec.session_id,
+        turn=spec.turn,
+        lane=spec.lane,
+        worker=worker,
+        warmup=spec.warmup,
+        max_tokens=spec.max_tokens,
+        ignore_eos=spec.ignore_eos,
+        expected_input_tokens=spec.expected_input_tokens,
+        intended_send_ns=spec.intended_send_ns,
+        send_ns=send_ns,
+        end_ns=end_ns,
+    )
+    if error is not None:
+        rec.error_class, rec.error_message = error  # type: ignore[assignment]
+    return rec
+
+
+def _completion_error(rec: RequestRecord, spec: RequestSpec) -> tuple[str, str] | None:
+    if rec.finish_count == 0:
+        return ("incomplete_stream", f"stream ended without a finish_reason after {rec.events} events")
+    if rec.finish_count > 1:
+        return ("protocol_error", f"{rec.finish_count} finish_reasons in one stream")
+    if spec.max_tokens > 0 and rec.client_tokens == 0 and not rec.completion_tokens:
+        return ("empty_output", f"finished ({rec.finish_reason}) without generating a token")
+    if rec.first_token_ns is None and rec.completion_tokens:
+        return ("protocol_error", f"server reports {rec.completion_tokens} tokens but no chunk carried one")
+    return None
+
+
+def _events(reads: list[tuple[int, bytes]]):
+    """Yield ``(arrival_ns, event_block)`` for every complete SSE event; a trailing partial
+    event is yielded with ``None`` time so the caller can flag it."""
+    pending = b""
+    for t, data in reads:
+        if b"\r" in data:
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if pending:
+            data = pending + data
+            pending = b""
+        parts = data.split(b"\n\n")
+        pending = parts.pop()
+        for block in parts:
+            if block:
+                yield t, block
+    if pending.strip():
+        yield None, pending
+
+
+def _payload(block: bytes) -> bytes | None:
+    """The data of one SSE event (``None`` for comment-only / field-only events)."""
+    if block.startswith(b"data:") and b"\n" not in block:
+        return block[5:].strip()
+    data: list[bytes] = []
+    for line in block.split(b"\n"):
+        if line.startswith(b"data:"):
+            data.append(line[5:].strip())
+        elif not line or line.startswith(b":") or line.startswith((b"event:", b"id:", b"retry:")):
+            continue
+        else:
+            raise ValueError(f"not an SSE field line: {line[:80]!r}")
+    return b"\n".join(data) if data else None
+
+
+def parse_sse(reads: list[tuple[int, bytes]], rec: RequestRecord) -> tuple[str, str] | None:
+    """Fill ``rec``'s stream fields from the timed raw reads; return an error or ``None``."""
+    st = _StreamState()
+    try:
+        return _parse(reads, st)
+    finally:
+        st.apply(rec)
+
+
+class _StreamState:
+    """Plain attributes while parsing (pydantic setattr is slow); copied to the record once."""
+
+    __slots__ = (
+        "chunk_ns", "chunk_tokens", "events", "empty_before", "first_empty", "prompt_tokens",
+        "completion_tokens", "chars", "finish_count", "finish_reason", "token_source",
+    )
+
+    def __init__(self) -> None:
+        self.chunk_ns: list[int] = []
+        self.chunk_tokens: list[int] = []
+        self.events = 0
+        self.empty_before = 0
+        self.first_empty: bool | None = None
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+        self.chars = 0
+        self.finish_count = 0
+        self.finish_reason: str | None = None
+        self.token_source: str | None = None
+
+    def apply(self, rec: RequestRecord) -> None:
+        d = rec.__dict__  # fields already validated by construction; plain types only
+        d["chunk_ns"] = self.chunk_ns
+        d["chunk_tokens"] = self.chunk_tokens
+        d["events"] = self.events
+        d["empty_events_before_first_token"] = self.empty_before
+        d["first_token_text_empty"] = self.first_empty
+        d["prompt_tokens"] = self.prompt_tokens
+        d["completion_tokens"] = self.completion_tokens
+        d["output_chars"] = self.chars
+        d["finish_count"] = self.finish_count
+        d["finish_reason"] = self.finish_reason
+        d["token_source"] = self.token_source
+        d["client_tokens"] = sum(self.chunk_tokens)
+        if self.chunk_ns:
+            d["first_token_ns"] = self.chunk_ns[0]
+            d["last_token_ns"] = self.chunk_ns[-1]
+
+
+def _decode_all(payloads: list[bytes]) -> list[Any] | tuple[str, str]:
+    """JSON-decode every event payload in one C-scanner pass; on failure find the bad one."""
+    try:
+        objs = json.loads(b"[" + b",".join(payloads) + b"]")
+        if len(objs) == len(payloads):
+            return objs
+    except ValueError:
+        pass
+    objs = []
+    for p in payloads:
+        try:
+            objs.append(json.loads(p))
+        except ValueError:
+            return ("malformed_sse", _short(f"data is not JSON: {p[:120]!r}"))
+    return objs
+
+
+def _parse(reads: list[tuple[int, bytes]], st: _StreamState) -> tuple[str, str] | None:
+    times: list[int] = []
+    payloads: list[bytes] = []
+    done = False
+    events = 0
+    error: tuple[str, str] | None = None
+    for t, block in _events(reads):
+        if t is None:
+            error = ("malformed_sse" if not done else "protocol_error", _short(f"truncated SSE event at end of body: {block[:120]!r}"))
+            break
+        if block.startswith(b"data:") and b"\n" not in block:
+            payload: bytes | None = block[5:].strip()
+        else:
+            try:
+                payload = _payload(block)
+            except ValueError as exc:
+                error = ("malformed_sse", _short(str(exc)))
+                break
+            if payload is None:
+                continue
+        events += 1
+        if payload == b"[DONE]":
+            done = True
+            continue
+        times.append(t)
+        payloads.append(payload)
+    st.events = events
+    if not payloads:
+        return error
+    if _fast_decoder is not None:
+        try:
+            events_typed = _fast_decoder.decode(b"[" + b",".join(payloads) + b"]")
+        except (msgspec.DecodeError, msgspec.ValidationError):  # type: ignore[union-attr]
+            pass  # unusual shape or bad JSON: the generic path classifies it
+        else:
+            if len(events_typed) == len(payloads):
+                return _walk_typed(times, events_typed, st) or error
+    decoded = _decode_all(payloads)
+    if isinstance(decoded, tuple):
+        return decoded
+    err = _walk(times, decoded, st)
+    return err or error
+
+
+# Fast path: msgspec decodes each event straight into small typed structs, skipping the fields
+# infx does not need (several times cheaper than json.loads into dicts). Any event that does not
+# fit these types (or bad JSON) sends the whole stream through the generic dict path instead.
+try:
+    import msgspec
+except ImportError:  # pragma: no cover - msgspec ships with the engine extra
+    msgspec = None  # type: ignore[assignment]
+
+if msgspec is not None:
+
+    class _Delta(msgspec.Struct):
+        content: str | None = None
+        reasoning_content: str | None = None
+        reasoning: str | None = None
+        role: str | None = None
+
+    class _Choice(msgspec.Struct):
+        text: str | None = None
+        delta: _Delta | None = None
+        finish_reason: str | None = None
+        token_ids: list[int] | None = None
+
+    class _Usage(msgspec.Struct):
+        prompt_tokens: int | None = None
+        completion_tokens: int | None = None
+
+    class _Event(msgspec.Struct):
+        choices: list[_Choice] | None = None
+        usage: _Usage | None = None
+        error: Any = None
+
+    _fast_decoder: Any = msgspec.json.Decoder(list[_Event])
+else:  # pragma: no cover
+    _fast_decoder = None
+
+
+def _walk_typed(times: list[int], events: list[Any], st: _StreamState) -> tuple[str, str] | None:
+    """``_walk`` over msgspec structs (same rules, attribute access)."""
+    chunk_ns = st.chunk_ns
+    chunk_tokens = st.chunk_tokens
+    cum = 0
+    first_ns: int | None = None
+    empty_before = 0
+    chars = 0
+    finish_count = 0
+    try:
+        for t, ev in zip(times, events):
+            choices = ev.choices
+            if not choices and ev.error is not None:
+                err = ev.error
+                msg = err.get("message", err) if isinstance(err, dict) else err
+                return ("stream_error", _short(f"error event in stream: {msg}"))
+            usage = ev.usage
+            ct = None
+            if usage is not None:
+                ct = usage.completion_tokens
+            if not choices:
+                continue
+            choice = choices[0]
+            delta = choice.delta
+            if delta is not None:
+                text = delta.content or delta.reasoning_content or delta.reasoning or ""
+                role_only = delta.role is not None and not text
+            else:
+                text = choice.text or ""
+                role_only = False
+            finish = choice.finish_reason
+            token_ids = choice.token_ids
+            if token_ids is not None:
+                k = len(token_ids)
+                src = "token_ids"
+            elif ct is not None:
+                k = ct - cum
+                src = "usage"
+            else:
+                k = 1 if (text or not finish) and not role_only else 0
+                src = "events"
+            if ct is not None:
+                cum = ct
+            chars += len(text)
+            if k > 0:
+                if finish_count:
+                    return ("protocol_error", "tokens arrived after the finish_reason")
+                if first_ns is None:
+                    first_ns = t
+                    st.first_empty = not text
+                    st.token_source = src
+                if chunk_ns and chunk_ns[-1] == t:
+                    chunk_tokens[-1] += k
+                else:
+                    chunk_ns.append(t)
+                    chunk_tokens.append(k)
+            elif first_ns is None:
+                empty_before += 1
+            if finish is not None:
+                finish_count += 1
+                st.finish_reason = finish
+    finally:
+        st.empty_before = empty_before
+        st.chars = chars
+        st.finish_count = finish_count
+        for ev in events:  # prompt/completion tokens: the last usage that carried each
+            u = ev.usage
+            if u is not None:
+                if u.prompt_tokens is not None:
+                    st.prompt_tokens = u.prompt_tokens
+                if u.completion_tokens is not None:
+                    st.completion_tokens = u.completion_tokens
+    return None
+
+
+def _walk(times: list[int], objs: list[Any], st: _StreamState) -> tuple[str, str] | None:
+    chunk_ns = st.chunk_ns
+    chunk_tokens = st.chunk_tokens
+    cum = 0  # cumulative completion tokens seen in continuous usage
+    first_ns: int | None = None
+    empty_before = 0
+    chars = 0
+    finish_count = 0
+    try:
+        for t, obj in zip(times, objs):
+            if obj.__class__ is not dict:
+                return ("malformed_sse", _short(f"data is not a JSON object: {str(obj)[:120]!r}"))
+            choices = obj.get("choices")
+            if not choices and obj.get("error") is not None:
+                err = obj["error"]
+                msg = err.get("message", err) if isinstance(err, dict) else err
+                return ("stream_error", _short(f"error event in stream: {msg}"))
+            usage = obj.get("usage")
+            ct = None
+            if usage:
+                pt = usage.get("prompt_tokens")
+                if pt is not None:
+                    st.prompt_tokens = pt
+                ct = usage.get("completion_tokens")
+                if ct is not None:
+                    st.completion_tokens = ct
+            if not choices:
+                continue
+            choice = choices[0]
+            delta = choice.get("delta")
+            if delta is not None:  # chat
+                text = delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning") or ""
+                role_only = "role" in delta and not text
+            else:
+                text = choice.get("text") or ""
+                role_only = False
+            finish = choice.get("finish_reason")
+            token_ids = choice.get("token_ids")
+            if token_ids is not None:
+                k = len(token_ids)
+                src = "token_ids"
+            elif ct is not None:
+                k = ct - cum
+                src = "usage"
+            else:
+                k = 1 if (text or not finish) and not role_only else 0
+                src = "events"
+            if ct is not None:
+                cum = ct
+            chars += len(text)
+            if k > 0:
+                if finish_count:
+                    return ("protocol_error", "tokens arrived after the finish_reason")
+                if first_ns is None:
+                    first_ns = t
+                    st.first_empty = not text
+                    st.token_source = src
+                if chunk_ns and chunk_ns[-1] == t:  # same network read: one chunk of several tokens
+                    chunk_tokens[-1] += k
+                else:
+                    chunk_ns.append(t)
+                    chunk_tokens.append(k)
+            elif first_ns is None:
+                empty_before += 1
+            if finish is not None:
+                finish_count += 1
+                st.finish_reason = finish
+    except (AttributeError, TypeError) as exc:  # a JSON shape we do not understand
+        return ("malformed_sse", _short(f"unexpected event shape: {exc}"))
+    finally:
+        st.empty_before = empty_before
+        st.chars = chars
+        st.finish_count = finish_count
+    return None

@@ -1,0 +1,165 @@
+"""What one request asks for (:class:`RequestSpec`) and what happened to it (:class:`RequestRecord`).
+
+Every figure infx publishes is recomputable from the records: one JSON line per request, gzip,
+in ``records.jsonl.gz`` next to ``result.json``. Times are ``time.monotonic_ns()`` values
+(CLOCK_MONOTONIC: system-wide on Linux, so records from several worker processes share one
+clock); ``result.json`` carries the anchor that maps them to unix time.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from infx import atomic
+
+Endpoint = Literal["completions", "chat"]
+
+ENDPOINT_PATHS: dict[str, str] = {
+    "completions": "/v1/completions",
+    "chat": "/v1/chat/completions",
+}
+
+# Every way a request can end other than "ok". Kept as a closed set so that result.json's
+# ``error_classes`` histogram and the checks can be read without guessing.
+ErrorClass = Literal[
+    "http_429",  # rate limited
+    "http_4xx",  # other client errors (bad request, unknown model...)
+    "http_5xx",  # server errors
+    "http_other",  # 1xx/3xx or anything not 2xx/4xx/5xx
+    "connect_error",  # could not connect (refused, DNS, TLS)
+    "connection_reset",  # connection dropped after the request was sent / mid-stream
+    "malformed_sse",  # bytes that are not SSE ``data:`` events carrying JSON
+    "stream_error",  # the server sent an error object inside the stream
+    "timeout_stall",  # no byte for ``stall_timeout_s``
+    "timeout_total",  # the request exceeded ``total_timeout_s`` (a stream that never finishes)
+    "incomplete_stream",  # the body ended without a finish_reason
+    "empty_output",  # finished without a single generated token (max_tokens > 0)
+    "protocol_error",  # several finish_reasons, tokens after finish, unexpected content type
+    "cancelled",  # the run was stopped (Ctrl-C / deadline) while the request was in flight
+    "client_error",  # a bug or resource error on our side (never hidden: message kept)
+]
+
+TokenSource = Literal["token_ids", "usage", "events"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RequestSpec(_Model):
+    """One request to send. Built by a request source (dataset, schedule, agentic replay)."""
+
+    request_id: str
+    endpoint: Endpoint = "completions"
+    prompt: str | list[int] | None = None  # completions
+    messages: list[dict[str, Any]] | None = None  # chat
+    max_tokens: int
+    ignore_eos: bool = False
+    model: str | None = None  # overrides the target's model name
+    headers: dict[str, str] = Field(default_factory=dict)
+    extra_body: dict[str, Any] = Field(default_factory=dict)  # merged last into the JSON body
+    # identity for grouping (agentic sessions, turns) and for the run
+    session_id: str | None = None
+    turn: int | None = None
+    lane: int | None = None
+    warmup: bool = False
+    expected_input_tokens: int | None = None  # by the client tokenizer, when known
+    # When the request should have been sent (monotonic ns). ``None``: as soon as a slot is free
+    # (closed loop); the runner then stamps the time the slot was freed.
+    intended_send_ns: int | None = None
+
+
+class RequestRecord(_Model):
+    """One raw per-request record. All ``*_ns`` are ``time.monotonic_ns()``."""
+
+    request_id: str
+    endpoint: Endpoint
+    session_id: str | None = None
+    turn: int | None = None
+    lane: int | None = None
+    worker: int | None = None
+    warmup: bool = False
+    max_tokens: int
+    ignore_eos: bool = False
+    expected_input_tokens: int | None = None
+
+    intended_send_ns: int | None = None
+    send_ns: int  # just before the HTTP request was written
+    headers_ns: int | None = None  # response status line + headers received
+    first_byte_ns: int | None = None  # first body bytes received
+    first_token_ns: int | None = None  # first chunk carrying >= 1 generated token
+    last_token_ns: int | None = None  # last chunk carrying >= 1 generated token
+    end_ns: int  # body fully received (or the failure was detected)
+
+    # content chunks: one entry per SSE event that carried >= 1 generated token
+    chunk_ns: list[int] = Field(default_factory=list)
+    chunk_tokens: list[int] = Field(default_factory=list)
+    token_source: TokenSource | None = None  # how chunk_tokens were counted
+    events: int = 0  # SSE data events received (incl. role-only, usage-only, [DONE])
+    empty_events_before_first_token: int = 0  # choice-bearing events before the first token
+    first_token_text_empty: bool | None = None  # first token's text decoded to ""
+
+    prompt_tokens: int | None = None  # server usage
+    completion_tokens: int | None = None  # server usage (final)
+    client_tokens: int = 0  # sum(chunk_tokens)
+    output_chars: int = 0
+    finish_reason: str | None = None
+    finish_count: int = 0
+
+    http_status: int | None = None
+    error_class: ErrorClass | None = None
+    error_message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error_class is None
+
+    @property
+    def output_tokens(self) -> int:
+        """Generated tokens: the server's count when it gave one, else the client's."""
+        return self.completion_tokens if self.completion_tokens is not None else self.client_tokens
+
+    @classmethod
+    def cancelled(cls, spec: RequestSpec, send_ns: int, end_ns: int, worker: int | None = None) -> "RequestRecord":
+        return cls(
+            request_id=spec.request_id,
+            endpoint=spec.endpoint,
+            session_id=spec.session_id,
+            turn=spec.turn,
+            lane=spec.lane,
+            worker=worker,
+            warmup=spec.warmup,
+            max_tokens=spec.max_tokens,
+            ignore_eos=spec.ignore_eos,
+            expected_input_tokens=spec.expected_input_tokens,
+            intended_send_ns=spec.intended_send_ns,
+            send_ns=send_ns,
+            end_ns=end_ns,
+            error_class="cancelled",
+            error_message="run stopped while the request was in flight",
+        )
+
+
+RECORDS_FILE = "records.jsonl.gz"
+
+
+def write_records(path: str | Path, records: Iterable[RequestRecord]) -> None:
+    """Atomically write records as gzip JSON lines (one record per line)."""
+    atomic.write_jsonl_gz(path, (r.model_dump(mode="json") for r in records))
+
+
+def iter_records(path: str | Path) -> Iterator[RequestRecord]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield RequestRecord.model_validate(json.loads(line))
+
+
+def read_records(path: str | Path) -> list[RequestRecord]:
+    return list(iter_records(path))

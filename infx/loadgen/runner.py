@@ -1,0 +1,565 @@
+"""``run_bench(config) -> BenchResult``: dataset -> schedule -> warmup -> measured phase ->
+records -> metrics -> checks -> ``result.json`` + ``records.jsonl.gz``.
+
+One process runs one uvloop event loop with one aiohttp session. ``workers > 1`` forks that many
+processes, each driving a shard of the lanes (closed loop: concurrency split; open loop: every
+N-th arrival of the one global schedule), started together through a barrier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import multiprocessing as mp
+import os
+import platform
+import signal
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infx import atomic
+from infx.loadgen.checks import run_checks
+from infx.loadgen.config import BenchConfig
+from infx.loadgen.datasets import Prompt, load_tokenizer, random_prompts, sharegpt_prompts
+from infx.loadgen.drive import Counters, drive
+from infx.loadgen.http import Target, make_session
+from infx.loadgen.records import RECORDS_FILE, RequestRecord, RequestSpec, write_records
+from infx.loadgen.source import RequestSource, ScheduledSource, arrival_offsets_s
+from infx.metrics.compute import compute_metrics
+from infx.metrics.result import BenchResult
+
+RESULT_FILE = "result.json"
+_now = time.monotonic_ns
+
+
+# --------------------------------------------------------------------------- plan (picklable)
+@dataclass
+class ShardPlan:
+    """What one process drives."""
+
+    worker: int
+    workers: int
+    target: Target
+    endpoint: str
+    ignore_eos: bool
+    main_prompts: list[Prompt]
+    warm_prompts: list[Prompt]
+    cycle: bool  # duration mode: reuse prompts until the deadline
+    num_main: int | None
+    concurrency: int | None  # this shard's cap
+    request_rate: float | None  # global rate (the shard takes every workers-th arrival)
+    arrival: str
+    burstiness: float
+    seed: int
+    duration_s: float | None
+    warmup_requests: int
+    warmup_s: float
+
+
+@dataclass
+class ShardOutput:
+    worker: int
+    records: list[RequestRecord]
+    main_start_ns: int
+    main_end_ns: int
+    cpu_ns: int  # process CPU during the measured phase
+    wall_ns: int
+    interrupted: bool
+
+
+@dataclass
+class BenchRun:
+    result: BenchResult
+    records: list[RequestRecord] = field(default_factory=list)
+
+
+def _specs(plan: ShardPlan, prompts: list[Prompt], prefix: str, *, warmup: bool, limit: int | None, cycle: bool) -> Iterator[RequestSpec]:
+    """Request specs for one shard: global index g = worker + k * workers, ids ``prefix-g``."""
+    if not prompts:
+        return
+    k = 0
+    for idx in itertools.count(plan.worker, plan.workers):
+        if limit is not None and idx >= limit:
+            return
+        if not cycle and idx >= len(prompts) and limit is None:
+            return
+        p = prompts[idx % len(prompts)]
+        yield RequestSpec(
+            request_id=f"{prefix}-{idx}",
+            endpoint=plan.endpoint,  # type: ignore[arg-type]
+            prompt=p.text,
+            max_tokens=p.output_tokens,
+            ignore_eos=plan.ignore_eos,
+            warmup=warmup,
+            expected_input_tokens=p.input_tokens,
+        )
+        k += 1
+
+
+def _offsets(plan: ShardPlan, n: int | None, seed: int) -> Iterator[float] | None:
+    if plan.request_rate is None:
+        return None
+    gen = arrival_offsets_s(n, plan.request_rate, arrival=plan.arrival, burstiness=plan.burstiness, seed=seed)  # type: ignore[arg-type]
+    return itertools.islice(gen, plan.worker, None, plan.workers)
+
+
+def _source(plan: ShardPlan, *, warmup: bool, start_ns: int) -> RequestSource:
+    if warmup:
+        if plan.warmup_s > 0:
+            deadline = start_ns + int(plan.warmup_s * 1e9)
+            specs = _specs(plan, plan.warm_prompts, "w", warmup=True, limit=None, cycle=True)
+            return ScheduledSource(specs, offsets_s=_offsets(plan, None, plan.seed + 1), start_ns=start_ns, deadline_ns=deadline)
+        specs = _specs(plan, plan.warm_prompts, "w", warmup=True, limit=plan.warmup_requests, cycle=True)
+        return ScheduledSource(specs, offsets_s=_offsets(plan, plan.warmup_requests, plan.seed + 1), start_ns=start_ns)
+    if plan.duration_s is not None:
+        deadline = start_ns + int(plan.duration_s * 1e9)
+        specs = _specs(plan, plan.main_prompts, "r", warmup=False, limit=None, cycle=True)
+        return ScheduledSource(specs, offsets_s=_offsets(plan, None, plan.seed), start_ns=start_ns, deadline_ns=deadline)
+    specs = _specs(plan, plan.main_prompts, "r", warmup=False, limit=plan.num_main, cycle=False)
+    return ScheduledSource(specs, offsets_s=_offsets(plan, plan.num_main, plan.seed), start_ns=start_ns)
+
+
+# --------------------------------------------------------------------------- one process
+async def _run_shard(
+    plan: ShardPlan,
+    counters: Counters,
+    *,
+    sync: Callable[[], int] | None = None,
+    on_tick: Callable[[Counters], None] | None = None,
+) -> ShardOutput:
+    """Warmup, then (after ``sync``, which returns the common start time) the measured phase."""
+    loop = asyncio.get_running_loop()
+    records: list[RequestRecord] = []
+    interrupted = False
+    main_task: asyncio.Task[Any] | None = None
+
+    def on_sigint() -> None:
+        nonlocal interrupted
+        interrupted = True
+        if main_task is not None:
+            main_task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (RuntimeError, ValueError, NotImplementedError):  # not the main thread
+        pass
+
+    ticker: asyncio.Task[None] | None = None
+    if on_tick is not None:
+
+        async def tick() -> None:
+            while True:
+                on_tick(counters)
+                await asyncio.sleep(0.25)
+
+        ticker = asyncio.create_task(tick())
+
+    cap = plan.concurrency
+    n_conn = cap or 0
+    main_start = main_end = _now()
+    cpu0 = time.process_time_ns()
+    async with make_session(connections=n_conn) as session:
+        try:
+            if plan.warmup_requests or plan.warmup_s:
+                main_task = asyncio.create_task(
+                    drive(_source(plan, warmup=True, start_ns=_now()), session, plan.target, max_concurrency=cap, worker=plan.worker, records=records)
+                )
+                await main_task
+            if not interrupted:
+                main_start = await loop.run_in_executor(None, sync) if sync is not None else _now()
+                cpu0 = time.process_time_ns()
+                main_task = asyncio.create_task(
+                    drive(
+                        _source(plan, warmup=False, start_ns=main_start),
+                        session,
+                        plan.target,
+                        max_concurrency=cap,
+                        worker=plan.worker,
+                        counters=counters,
+                        records=records,
+                    )
+                )
+                await main_task
+        except asyncio.CancelledError:
+            interrupted = True
+        main_end = _now()
+    cpu = time.process_time_ns() - cpu0
+    if ticker is not None:
+        ticker.cancel()
+        on_tick(counters)  # type: ignore[misc]
+    try:
+        loop.remove_signal_handler(signal.SIGINT)
+    except (RuntimeError, ValueError, NotImplementedError):
+        pass
+    return ShardOutput(
+        worker=plan.worker,
+        records=records,
+        main_start_ns=main_start,
+        main_end_ns=main_end,
+        cpu_ns=cpu,
+        wall_ns=max(main_end - main_start, 1),
+        interrupted=interrupted,
+    )
+
+
+def _event_loop_run(coro: Any) -> Any:
+    try:
+        import uvloop
+
+        return uvloop.run(coro)
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+        return asyncio.run(coro)
+
+
+# --------------------------------------------------------------------------- workers
+def _worker_main(plan: ShardPlan, barrier: Any, start_value: Any, shared: Any, out_q: Any) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the loop's handler takes over once it runs
+
+    def sync() -> int:
+        barrier.wait()
+        return start_value.value
+
+    def on_tick(c: Counters) -> None:
+        base = plan.worker * 4
+        shared[base], shared[base + 1], shared[base + 2], shared[base + 3] = c.issued, c.completed, c.failed, c.output_tokens
+
+    try:
+        out = _event_loop_run(_run_shard(plan, Counters(), sync=sync, on_tick=on_tick))
+        out_q.put(("ok", plan.worker, out))
+    except BaseException as exc:  # noqa: BLE001 - report, never hang the parent
+        try:
+            barrier.abort()
+        except Exception:  # noqa: BLE001
+            pass
+        out_q.put(("error", plan.worker, f"{type(exc).__name__}: {exc}"))
+
+
+def _run_workers(plans: list[ShardPlan], progress: "Progress | None") -> list[ShardOutput]:
+    ctx = mp.get_context("fork")
+    n = len(plans)
+    start_value = ctx.Value("q", 0, lock=False)
+
+    def set_start() -> None:
+        start_value.value = _now() + 20_000_000  # 20 ms from now: every worker is awake by then
+
+    barrier = ctx.Barrier(n, action=set_start)
+    shared = ctx.Array("q", 4 * n, lock=False)
+    out_q = ctx.Queue()
+    procs = [ctx.Process(target=_worker_main, args=(p, barrier, start_value, shared, out_q), daemon=True) for p in plans]
+    interrupted = False
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        nonlocal interrupted
+        interrupted = True
+        for p in procs:
+            if p.pid:
+                try:
+                    os.kill(p.pid, signal.SIGINT)
+                except ProcessLookupError:
+                    pass
+
+    old = signal.signal(signal.SIGINT, on_sigint)
+    outputs: list[ShardOutput] = []
+    errors: list[str] = []
+    try:
+        for p in procs:
+            p.start()
+        pending = n
+        t0 = _now()
+        import queue as _queue
+
+        def show() -> None:
+            if progress is not None:
+                c = Counters(
+                    issued=sum(shared[i * 4] for i in range(n)),
+                    completed=sum(shared[i * 4 + 1] for i in range(n)),
+                    failed=sum(shared[i * 4 + 2] for i in range(n)),
+                    output_tokens=sum(shared[i * 4 + 3] for i in range(n)),
+                )
+                progress.update(c, (_now() - t0) / 1e9)
+
+        while pending:
+            try:
+                kind, worker, payload = out_q.get(timeout=0.25)
+            except _queue.Empty:
+                show()
+                if all(not p.is_alive() for p in procs) and out_q.empty():
+                    errors.append("a worker exited without a result")
+                    break
+                continue
+            pending -= 1
+            if kind == "ok":
+                outputs.append(payload)
+            else:
+                errors.append(f"worker {worker}: {payload}")
+        show()
+        for p in procs:
+            p.join(5)
+    finally:
+        signal.signal(signal.SIGINT, old)
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+                p.join(1)
+    if errors and not outputs:
+        raise RuntimeError("; ".join(errors))
+    if interrupted:
+        for o in outputs:
+            o.interrupted = True
+    return sorted(outputs, key=lambda o: o.worker)
+
+
+# --------------------------------------------------------------------------- progress
+class Progress:
+    """Rich progress bar with live req/s, tok/s and errors (refreshed ~4x/s, off the hot path)."""
+
+    def __init__(self, total: float, unit: str) -> None:
+        from rich.progress import BarColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
+
+        self._unit = unit
+        self._p = RichProgress(
+            TextColumn("[bold]bench"),
+            BarColumn(),
+            TextColumn("{task.completed:.0f}/{task.total:.0f} " + unit),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            transient=False,
+            auto_refresh=False,
+        )
+        self._task = self._p.add_task("bench", total=total, rate="")
+        self._p.start()
+
+    def update(self, c: Counters, elapsed_s: float) -> None:
+        done = c.completed + c.failed
+        rps = done / elapsed_s if elapsed_s > 0 else 0.0
+        tps = c.output_tokens / elapsed_s if elapsed_s > 0 else 0.0
+        completed = elapsed_s if self._unit == "s" else done
+        self._p.update(
+            self._task,
+            completed=completed,
+            rate=f"{rps:7.1f} req/s {tps:9.0f} tok/s  errors {c.failed}  in flight {c.issued - done}",
+        )
+        self._p.refresh()
+
+    def close(self) -> None:
+        self._p.stop()
+
+
+# --------------------------------------------------------------------------- run_bench
+def _server_version(base_url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(base_url.rstrip("/") + "/version", timeout=2) as resp:  # noqa: S310 - user URL
+            data = json.loads(resp.read().decode())
+            return str(data.get("version")) if isinstance(data, dict) else None
+    except Exception:  # noqa: BLE001 - best effort
+        return None
+
+
+def _versions(base_url: str) -> dict[str, str]:
+    import aiohttp
+
+    from infx import __version__
+
+    out = {"infx": __version__, "python": platform.python_version(), "aiohttp": aiohttp.__version__}
+    try:
+        import uvloop
+
+        out["uvloop"] = uvloop.__version__
+    except ImportError:  # pragma: no cover
+        pass
+    server = _server_version(base_url)
+    if server:
+        out["server"] = server
+    return out
+
+
+def build_prompts(config: BenchConfig) -> tuple[list[Prompt], list[Prompt]]:
+    """(main prompts, warmup prompts) for ``config``."""
+    tok_path = config.tokenizer or (config.model if Path(config.model).is_dir() else None)
+    if tok_path is None:
+        from infx.diagnostics import InfxError
+
+        raise InfxError("no tokenizer: give --tokenizer DIR (a local directory with tokenizer.json)")
+    tok = load_tokenizer(tok_path)
+    n_main = config.effective_num_prompts
+    pool = n_main if n_main is not None else max(256, 10 * (config.concurrency or 10))
+    n_warm = config.warmup_requests if config.warmup_requests else (max(16, config.concurrency or 16) if config.warmup_s else 0)
+    if config.dataset == "sharegpt":
+        assert config.dataset_path is not None
+        both = sharegpt_prompts(config.dataset_path, tok, pool + n_warm, output_len=config.output_len, seed=config.seed)
+        return both[n_warm:] or both, both[:n_warm]
+    out_len = config.output_len or 128
+    main = random_prompts(tok, pool, config.input_len, out_len, range_ratio=config.range_ratio, seed=config.seed)
+    warm = (
+        random_prompts(tok, n_warm, config.input_len, out_len, range_ratio=config.range_ratio, seed=config.seed + 1_000_003)
+        if n_warm
+        else []
+    )
+    return main, warm
+
+
+def _plans(config: BenchConfig, main: list[Prompt], warm: list[Prompt], target: Target) -> list[ShardPlan]:
+    n = config.workers
+    plans = []
+    for w in range(n):
+        cap = None
+        if config.concurrency is not None:
+            cap = config.concurrency // n + (1 if w < config.concurrency % n else 0)
+        plans.append(
+            ShardPlan(
+                worker=w,
+                workers=n,
+                target=target,
+                endpoint=config.endpoint,
+                ignore_eos=config.ignore_eos,
+                main_prompts=main,
+                warm_prompts=warm,
+                cycle=config.duration_s is not None,
+                num_main=config.effective_num_prompts,
+                concurrency=cap,
+                request_rate=config.request_rate,
+                arrival=config.arrival,
+                burstiness=config.burstiness,
+                seed=config.seed,
+                duration_s=config.duration_s,
+                warmup_requests=config.warmup_requests,
+                warmup_s=config.warmup_s,
+            )
+        )
+    return plans
+
+
+def execute(config: BenchConfig, *, source: RequestSource | None = None) -> BenchRun:
+    """Run the bench and return the result with its records (written to ``out_dir`` if set).
+
+    ``source``: drive a custom request source (e.g. the agentic replay) instead of the dataset;
+    it runs in this process (``workers`` must be 1), with ``concurrency`` as the cap."""
+    target = Target(
+        base_url=config.base_url,
+        model=config.model,
+        stall_timeout_s=config.stall_timeout_s,
+        total_timeout_s=config.total_timeout_s,
+        continuous_usage=config.continuous_usage,
+        token_ids=config.token_ids,
+    )
+    versions = _versions(config.base_url)
+    anchor_mono, anchor_unix = _now(), time.time_ns()
+    started_at = time.time()
+
+    n_main = config.effective_num_prompts
+    progress: Progress | None = None
+    if config.progress:
+        progress = Progress(config.duration_s, "s") if n_main is None else Progress(n_main, "req")
+    try:
+        if source is not None:
+            if config.workers != 1:
+                raise ValueError("a custom request source runs in one process (workers=1)")
+            counters = Counters()
+            t0 = _now()
+            tick = (lambda c: progress.update(c, (_now() - t0) / 1e9)) if progress else None
+
+            async def run_custom() -> ShardOutput:
+                loop = asyncio.get_running_loop()
+                records: list[RequestRecord] = []
+                interrupted = False
+                task: asyncio.Task[Any] | None = None
+
+                def on_sigint() -> None:
+                    nonlocal interrupted
+                    interrupted = True
+                    if task is not None:
+                        task.cancel()
+
+                try:
+                    loop.add_signal_handler(signal.SIGINT, on_sigint)
+                except (RuntimeError, ValueError, NotImplementedError):
+                    pass
+
+                async def ticker() -> None:
+                    while tick is not None:
+                        tick(counters)
+                        await asyncio.sleep(0.25)
+
+                tk = asyncio.create_task(ticker())
+                start = _now()
+                cpu0 = time.process_time_ns()
+                async with make_session(connections=config.concurrency or 0) as session:
+                    task = asyncio.create_task(
+                        drive(source, session, target, max_concurrency=config.concurrency, counters=counters, records=records)
+                    )
+                    try:
+                        await task
+                    except asyncio.CancelledError:
+                        interrupted = True
+                end = _now()
+                tk.cancel()
+                return ShardOutput(0, records, start, end, time.process_time_ns() - cpu0, max(end - start, 1), interrupted)
+
+            outputs = [_event_loop_run(run_custom())]
+        else:
+            main, warm = build_prompts(config)
+            plans = _plans(config, main, warm, target)
+            if config.workers == 1:
+                counters = Counters()
+                t0 = _now()
+                tick = (lambda c: progress.update(c, (_now() - t0) / 1e9)) if progress else None
+                outputs = [_event_loop_run(_run_shard(plans[0], counters, on_tick=tick))]
+            else:
+                outputs = _run_workers(plans, progress)
+    finally:
+        if progress is not None:
+            progress.close()
+
+    records = [r for o in outputs for r in o.records]
+    records.sort(key=lambda r: (r.warmup is False, r.send_ns))
+    measured = [r for r in records if not r.warmup]
+    start = min(o.main_start_ns for o in outputs)
+    end = max([r.end_ns for r in measured] or [start])
+    metrics = compute_metrics(records, window_ns=(start, end), goodput=config.goodput or None, gpus=config.gpus, nodes=config.nodes)
+    cpu_fraction = max(o.cpu_ns / o.wall_ns for o in outputs)
+    checks = run_checks(
+        records, metrics, open_loop=config.open_loop, capped=config.concurrency is not None, client_cpu=cpu_fraction
+    )
+    interrupted = any(o.interrupted for o in outputs)
+    chunks = sum(len(r.chunk_ns) for r in measured)
+    result = BenchResult(
+        complete=not interrupted,
+        started_at=started_at,
+        ended_at=time.time(),
+        config=config.model_dump(mode="json", exclude={"point"}),
+        metrics=metrics,
+        checks=checks,
+        versions=versions,
+        point=config.point,
+        extra={
+            "clock": {"monotonic_ns": anchor_mono, "unix_ns": anchor_unix, "window_ns": [start, end]},
+            "client": {
+                "workers": len(outputs),
+                "cpu_s": sum(o.cpu_ns for o in outputs) / 1e9,
+                "cpu_fraction_max": cpu_fraction,
+                "chunks": chunks,
+                "cpu_us_per_chunk": (sum(o.cpu_ns for o in outputs) / 1e3 / chunks) if chunks else None,
+                "cpu_us_per_request": (sum(o.cpu_ns for o in outputs) / 1e3 / len(measured)) if measured else None,
+            },
+        },
+    )
+    if config.out_dir:
+        write_outputs(config.out_dir, result, records)
+    return BenchRun(result=result, records=records)
+
+
+def write_outputs(out_dir: str | Path, result: BenchResult, records: list[RequestRecord]) -> None:
+    out = Path(out_dir)
+    write_records(out / RECORDS_FILE, records)
+    atomic.write_json(out / RESULT_FILE, result.model_dump(mode="json"))
+
+
+def run_bench(config: BenchConfig, *, source: RequestSource | None = None) -> BenchResult:
+    """Run one bench; writes ``result.json`` and ``records.jsonl.gz`` when ``config.out_dir`` is set."""
+    return execute(config, source=source).result
+
