@@ -438,6 +438,8 @@ def build_parser(prog: str = "python -m infx.matrix.generate") -> argparse.Argum
     common.add_argument("--all-evals", action="store_true", help="every eligible row is an eval (eval-only rows)")
     common.add_argument("--runner-node-filter", metavar="SUBSTR", help="expand runners into matching node names")
     common.add_argument("--scenario-type", nargs="+", choices=SCENARIO_TYPES, help="only these scenario types")
+    common.add_argument("--github-matrix", action="store_true",
+                        help="emit the buckets a GitHub Actions workflow fans out over instead of a flat array")
 
     p = argparse.ArgumentParser(prog=prog, description="Expand master configs into benchmark matrix rows (JSON on stdout).")
     sub = p.add_subparsers(dest="command", required=True)
@@ -482,7 +484,12 @@ def run(argv: Sequence[str] | None = None, prog: str = "python -m infx.matrix.ge
         for d in exc.diagnostics:
             print(str(d), file=sys.stderr)
         return 2
-    sys.stdout.write(json.dumps(rows) + "\n")
+    if args.github_matrix:
+        from infx.sweep.github import emit  # lazy: keeps the plain path free of pydantic-model imports
+
+        sys.stdout.write(emit(rows) + "\n")
+    else:
+        sys.stdout.write(json.dumps(rows) + "\n")
     sys.stdout.flush()
     return 0
 

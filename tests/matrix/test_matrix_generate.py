@@ -152,3 +152,19 @@ def test_all_and_no_evals_conflict() -> None:
         [sys.executable, "-m", "infx.matrix.generate", "full-sweep", "--config-files", "configs/cpu-master.yaml",
          "--no-evals", "--all-evals"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 2 and "--all-evals" in proc.stderr
+
+
+def test_github_matrix_flag_buckets_the_same_rows() -> None:
+    """`--github-matrix` emits the workflow buckets holding exactly the rows of the flat array."""
+    root = Path(__file__).resolve().parents[2]
+    base = [sys.executable, "-m", "infx.matrix.generate", "test-config",
+            "--config-files", "configs/amd-master.yaml", "configs/cpu-master.yaml",
+            "--runner-config", "configs/runners.yaml", "--config-keys", "*", "--no-evals"]
+    flat = json.loads(subprocess.run(base, cwd=root, capture_output=True, check=True, text=True).stdout)
+    buckets = json.loads(subprocess.run(base + ["--github-matrix"], cwd=root, capture_output=True,
+                                        check=True, text=True).stdout)
+    agentic = buckets["single_node"]["agentic"]
+    fixed = buckets["single_node"]["256_64"]
+    assert sorted(r["point-id"] for r in agentic + fixed) == sorted(r["point-id"] for r in flat)
+    assert all(r["scenario-type"] == "agentic-coding" for r in agentic)
+    assert buckets["multi_node"] == {} and buckets["evals"] == []

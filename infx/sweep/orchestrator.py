@@ -1,0 +1,331 @@
+"""Run launch groups: launch once, await readiness, measure each point, stop; isolate failures; resume.
+
+Rules (issue 5):
+* a failed launch marks only its group's points failed (classified reason + log tail);
+* a failed point (error-rate gate, measurement error) does not stop its group;
+* an engine that dies mid-group fails the point in flight and the group's remaining points;
+* other groups go on; ``fail_fast`` stops *scheduling* new groups after a failure (a ``STOP`` file in the
+  run directory, so Slurm jobs that have not started yet see it too) and never kills running work;
+* resume: a point with ``status.json`` ``done``, the same launch fingerprint and a valid ``result.json`` is
+  skipped; failed points are skipped unless ``rerun_failed``; anything else runs;
+* interruption (Ctrl-C / SIGTERM): the engine is stopped, finished points stay, the point in flight leaves no
+  status (it runs again next time), every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from infx.atomic import write_text
+from infx.matrix.point import Point
+from infx.metrics.result import BenchResult
+from infx.sweep import events as ev
+from infx.sweep.executors import (
+    EngineStarter,
+    LaunchFailed,
+    LaunchGroup,
+    LiveStats,
+    PointMeasurer,
+    RunningEngine,
+)
+from infx.sweep.layout import (
+    GroupRecord,
+    PointStatus,
+    RunDir,
+    StartupSummary,
+    write_model,
+)
+
+Decision = Literal["run", "done", "failed"]
+
+
+@dataclass
+class SweepOptions:
+    fail_fast: bool = False
+    rerun_failed: bool = False
+    ready_timeout: float = 900.0
+    max_error_rate: float = 0.0  # failed/issued above this fails the point (its result is kept)
+    relaunch_per_point: bool = False  # benchmark arm: no launch reuse
+    log_tail_lines: int = 40
+
+
+@dataclass
+class SweepSummary:
+    done: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # gate rejects (preflight): never launched
+    reused: list[str] = field(default_factory=list)  # already measured before this invocation
+    previously_failed: list[str] = field(default_factory=list)
+    not_run: list[str] = field(default_factory=list)  # fail-fast or interruption
+    launches: int = 0
+    startup_seconds: float = 0.0
+    interrupted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.not_run and not self.interrupted and not self.previously_failed
+
+    def merge(self, other: SweepSummary) -> None:
+        for name in ("done", "failed", "skipped", "reused", "previously_failed", "not_run"):
+            getattr(self, name).extend(getattr(other, name))
+        self.launches += other.launches
+        self.startup_seconds += other.startup_seconds
+        self.interrupted = self.interrupted or other.interrupted
+
+
+def decide(run_dir: RunDir, point_id: str, fingerprint: str, rerun_failed: bool = False) -> Decision:
+    """What to do with one point given what is on disk."""
+    status = run_dir.read_status(point_id)
+    if status is None or status.launch_fingerprint != fingerprint:
+        return "run"
+    if status.state == "done":
+        return "done" if run_dir.read_result(point_id) is not None else "run"
+    if status.state == "failed":
+        return "run" if rerun_failed else "failed"
+    return "run"  # "skipped" by a gate last time: the gate decides again
+
+
+Emit = Callable[[ev.Event], None]
+
+
+def _noop(_: ev.Event) -> None:
+    pass
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        run_dir: RunDir,
+        starter: EngineStarter,
+        measurer: PointMeasurer,
+        options: SweepOptions | None = None,
+        emit: Emit | None = None,
+    ):
+        self.run_dir = run_dir
+        self.starter = starter
+        self.measurer = measurer
+        self.options = options or SweepOptions()
+        self.emit = emit or _noop
+        self.host = socket.gethostname()
+
+    # ----------------------------------------------------------------- planning
+    def plan(self, groups: Sequence[LaunchGroup]) -> tuple[list[LaunchGroup], SweepSummary]:
+        """Drop points that need no work; returns the groups left to run (possibly with fewer points)."""
+        summary = SweepSummary()
+        todo: list[LaunchGroup] = []
+        for group in groups:
+            keep: list[Point] = []
+            for point in group.points:
+                d = decide(self.run_dir, point.point_id, group.fingerprint, self.options.rerun_failed)
+                if d == "done":
+                    summary.reused.append(point.point_id)
+                elif d == "failed":
+                    summary.previously_failed.append(point.point_id)
+                else:
+                    keep.append(point)
+            if keep:
+                todo.append(LaunchGroup(group.fingerprint, keep, group.engine, group.image, group.argv, group.launch))
+        return todo, summary
+
+    def mark_skipped(self, rejects: dict[str, tuple[Point, str, str]]) -> list[str]:
+        """Gate rejects (``point_id -> (point, fingerprint, reason)``): ``skipped``, never launched.
+        A point that already holds a valid measurement keeps it (the gate never destroys data)."""
+        now = time.time()
+        out = []
+        for pid, (point, fp, reason) in rejects.items():
+            st = self.run_dir.read_status(pid)
+            if st is not None and st.state == "done" and self.run_dir.read_result(pid) is not None:
+                self.emit(ev.Note(f"point {pid}: rejected now ({reason}); its earlier result is kept"))
+                continue
+            self.run_dir.write_point(point, fp or None)
+            cls, _, detail = reason.partition(": ")
+            self.run_dir.write_status(
+                pid, PointStatus(state="skipped", reason=detail or reason, failure_class=cls,
+                                 launch_fingerprint=fp or None, started_at=now, ended_at=now))
+            self.emit(ev.PointFinished(pid, "skipped", reason))
+            out.append(pid)
+        return out
+
+    # ----------------------------------------------------------------- running
+    def run(self, groups: Sequence[LaunchGroup], skipped: Sequence[str] = ()) -> SweepSummary:
+        """Run every group that still has work, in order (one engine at a time on this host)."""
+        todo, summary = self.plan(groups)
+        summary.skipped.extend(skipped)
+        total_points = sum(len(g.points) for g in groups) + len(skipped)
+        self.emit(ev.RunStarted(len(todo), total_points, sum(len(g.points) for g in todo),
+                                len(summary.reused), len(summary.previously_failed), len(skipped)))
+        try:
+            for i, group in enumerate(todo):
+                if self.run_dir.stop_file.exists():
+                    rest = [pid for g in todo[i:] for pid in g.point_ids]
+                    summary.not_run.extend(rest)
+                    self.emit(ev.Note(f"fail-fast: {len(rest)} point(s) in {len(todo) - i} group(s) not started"))
+                    break
+                summary.merge(self.run_group(group))
+        except KeyboardInterrupt:
+            summary.interrupted = True
+            self.emit(ev.Note("interrupted: finished points are kept; re-run the same command to resume"))
+            raise
+        finally:
+            self.emit(ev.RunFinished(summary))
+        return summary
+
+    def run_group(self, group: LaunchGroup) -> SweepSummary:
+        """One launch group (also the body of ``infx run-group`` on a Slurm node)."""
+        if self.options.relaunch_per_point and len(group.points) > 1:
+            out = SweepSummary()
+            for point in group.points:
+                single = LaunchGroup(group.fingerprint, [point], group.engine, group.image, group.argv, group.launch)
+                out.merge(self._run_one_launch(single))
+            return out
+        return self._run_one_launch(group)
+
+    def _run_one_launch(self, group: LaunchGroup) -> SweepSummary:
+        summary = SweepSummary()
+        record = GroupRecord(fingerprint=group.fingerprint, point_ids=group.point_ids, engine=group.engine,
+                             image=group.image, argv=group.argv, started_at=time.time(), host=self.host,
+                             pid=os.getpid())
+        for point in group.points:
+            self.run_dir.write_point(point, group.fingerprint)
+        self.emit(ev.GroupStarted(group.fingerprint, group.point_ids, group.engine))
+        log_path = self.run_dir.group_log(group.fingerprint)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        record.slurm_job = _slurm_job_id()
+        write_model(self.run_dir.group_file(group.fingerprint), record)  # "running", for `infx status`
+        engine: RunningEngine | None = None
+        try:
+            t0 = time.monotonic()
+            try:
+                summary.launches += 1
+                try:
+                    engine = self.starter.start(group, log_path)
+                    facts = engine.wait_ready(self.options.ready_timeout)
+                except (KeyboardInterrupt, LaunchFailed):
+                    raise
+                except Exception as exc:
+                    raise LaunchFailed("launch-error", f"{type(exc).__name__}: {exc}",
+                                       traceback.format_exc(limit=4)) from exc
+            except LaunchFailed as exc:
+                tail = exc.log_tail or (engine.log_tail(self.options.log_tail_lines) if engine else "")
+                reason = f"launch-failed:{exc.reason}"
+                self.emit(ev.GroupFailed(group.fingerprint, reason, exc.detail))
+                for point in group.points:
+                    self._fail(point, group, reason, exc.detail, tail, summary)
+                record.state, record.reason = "failed", reason
+                self._trip_fail_fast()
+                return summary
+            if facts.startup_s is None:
+                facts.startup_s = time.monotonic() - t0
+            summary.startup_seconds += facts.startup_s
+            record.startup = facts
+            self.emit(ev.GroupReady(group.fingerprint, facts.startup_s, facts.engine_version))
+            dead: LaunchFailed | None = None
+            for point in group.points:
+                if dead is not None:
+                    self._fail(point, group, f"engine-died:{dead.reason}", "engine died earlier in this group",
+                               dead.log_tail, summary)
+                    continue
+                dead = self._measure_point(point, group, engine, facts, summary)
+            if dead is not None:
+                record.state, record.reason = "failed", f"engine-died:{dead.reason}"
+            elif summary.failed:
+                record.state = "partial"
+            else:
+                record.state = "done"
+            if summary.failed:
+                self._trip_fail_fast()
+            return summary
+        except KeyboardInterrupt:
+            record.state, record.reason = "interrupted", "interrupted"
+            summary.interrupted = True
+            raise
+        finally:
+            if engine is not None:
+                try:
+                    engine.stop()
+                except Exception as exc:
+                    self.emit(ev.Note(f"engine stop failed: {exc}"))
+            record.ended_at = time.time()
+            write_model(self.run_dir.group_file(group.fingerprint), record)
+            self.emit(ev.GroupFinished(group.fingerprint, record.state, record.reason))
+
+    def _measure_point(self, point: Point, group: LaunchGroup, engine: RunningEngine, facts: StartupSummary,
+                       summary: SweepSummary) -> LaunchFailed | None:
+        """Measure one point; returns the engine's failure when it died during the point."""
+        pid = point.point_id
+        pdir = self.run_dir.point_dir(pid)
+        pdir.mkdir(parents=True, exist_ok=True)
+        self.emit(ev.PointStarted(pid, min(point.concs)))
+        started = time.time()
+        log_from = engine.log_size()
+
+        def progress(stats: LiveStats) -> None:
+            self.emit(ev.PointProgress(pid, stats))
+
+        result: BenchResult | None = None
+        error: str | None = None
+        tb = ""
+        try:
+            result = self.measurer.measure(point, engine, pdir, progress)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            tb = traceback.format_exc(limit=6)
+        excerpt = engine.log_excerpt(log_from)
+        self.run_dir.write_engine_log(pid, excerpt)
+        dead = engine.failure()
+        if dead is not None:
+            tail = dead.log_tail or engine.log_tail(self.options.log_tail_lines)
+            dead = LaunchFailed(dead.reason, dead.detail, tail)
+            self._fail(point, group, f"engine-died:{dead.reason}", dead.detail or (error or ""), tail, summary,
+                       started=started, facts=facts)
+            return dead
+        if result is None:
+            self._fail(point, group, "measure-error", error or "", tb[-4000:], summary, started=started, facts=facts)
+            return None
+        self.run_dir.write_result(pid, result)
+        m = result.metrics
+        err_rate = (m.failed / m.issued) if m.issued else 1.0
+        warn = "; ".join(f"{c.name}: {c.detail}" for c in result.checks if c.status != "ok")
+        if m.issued == 0 or err_rate > self.options.max_error_rate:
+            detail = f"{m.failed}/{m.issued} requests failed ({err_rate:.1%} > {self.options.max_error_rate:.1%})"
+            if m.error_classes:
+                detail += " " + ", ".join(f"{k}={v}" for k, v in sorted(m.error_classes.items()))
+            self._fail(point, group, "error-rate", detail, excerpt[-4000:], summary, started=started, facts=facts)
+            return None
+        self.run_dir.write_status(pid, PointStatus(state="done", reason=warn, launch_fingerprint=group.fingerprint,
+                                                   startup=facts, started_at=started, ended_at=time.time()))
+        summary.done.append(pid)
+        t = m.throughput
+        self.emit(ev.PointFinished(pid, "done", None, t.request_per_s, t.output_tok_per_s))
+        return None
+
+    # ----------------------------------------------------------------- helpers
+    def _fail(self, point: Point, group: LaunchGroup, reason: str, detail: str, tail: str, summary: SweepSummary,
+              started: float | None = None, facts: StartupSummary | None = None) -> None:
+        """``reason`` is the classified failure (``failure_class``); ``detail`` the human-readable reason."""
+        self.run_dir.write_status(point.point_id, PointStatus(
+            state="failed", reason=detail or reason, failure_class=reason, log_tail=tail[-8000:],
+            launch_fingerprint=group.fingerprint, startup=facts, started_at=started or time.time(),
+            ended_at=time.time()))
+        summary.failed.append(point.point_id)
+        self.emit(ev.PointFinished(point.point_id, "failed", reason))
+
+    def _trip_fail_fast(self) -> None:
+        if self.options.fail_fast:
+            write_text(self.run_dir.stop_file, "fail-fast: a group failed; no new group starts\n")
+
+
+
+def _slurm_job_id() -> str | None:
+    job, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
+    if job and task:
+        return f"{job}_{task}"
+    return os.environ.get("SLURM_JOB_ID")

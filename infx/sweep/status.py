@@ -1,0 +1,114 @@
+"""``infx status DIR``: queued / running / done / failed / skipped / pending per point, from the results
+directory (status files, group records) and, for Slurm runs, ``squeue``/``sacct``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from infx.diagnostics import Diagnostic, InfxError
+from infx.results.layout import MANIFEST, ResultsDir
+from infx.sweep.layout import GroupRecord, RunDir
+
+State = Literal["done", "failed", "skipped", "running", "queued", "pending"]
+
+
+@dataclass
+class PointState:
+    point_id: str
+    state: State
+    conc: str = ""
+    reason: str = ""
+    job: str | None = None
+
+
+@dataclass
+class RunState:
+    run_id: str
+    points: list[PointState]
+    jobs: dict[str, str]  # job id -> state (squeue, then sacct)
+
+    def counts(self) -> Counter[str]:
+        return Counter(p.state for p in self.points)
+
+
+def run_dirs(path: str | Path) -> list[RunDir]:
+    """A run directory itself, or every run under a results root."""
+    p = Path(path)
+    if (p / MANIFEST).is_file() or (p / "plan.json").is_file():
+        return [RunDir(p)]
+    if not p.is_dir():
+        raise InfxError(Diagnostic(f"no such results directory: {p}"))
+    runs = ResultsDir(p).runs()
+    extra = sorted(d.name for d in p.iterdir() if d.is_dir() and (d / "plan.json").is_file() and d.name not in runs)
+    return [RunDir(p, r) for r in [*runs, *extra]]
+
+
+def run_state(rd: RunDir) -> RunState:
+    from infx.sweep import slurm
+    from infx.sweep.driver import load_plan
+
+    plan = None
+    if rd.plan_file.is_file():
+        try:
+            plan = load_plan(rd)
+        except InfxError:
+            plan = None
+    ids = list(plan.points) if plan is not None else rd.results.points(rd.run_id)
+    group_of: dict[str, str] = {}
+    if plan is not None:
+        for g in plan.groups:
+            for pid in g.point_ids:
+                group_of[pid] = g.fingerprint
+    records = {g.fingerprint: g for g in rd.groups()}
+    for rec in records.values():
+        for pid in rec.point_ids:
+            group_of.setdefault(pid, rec.fingerprint)
+    job_ids = [str(j["job_id"]) for j in plan.slurm_jobs] if plan is not None else []
+    queue = slurm.queue_states(job_ids) if job_ids else {}
+    jobs: dict[str, str] = {}
+    if job_ids:
+        jobs.update(slurm.finished_states(job_ids))
+        for key, st in queue.items():
+            jobs[key] = st
+        for jid in job_ids:  # neither squeue nor sacct knows it (finished, accounting off)
+            if not any(k == jid or k.startswith(jid + "_") for k in jobs):
+                jobs[jid] = "UNKNOWN"
+    out: list[PointState] = []
+    for pid in ids:
+        pf = rd.read_point(pid)
+        conc = str(pf.point.get("conc", "")) if pf else (str(plan.points[pid].get("conc", "")) if plan else "")
+        st = rd.read_status(pid)
+        fp = group_of.get(pid)
+        if st is not None and (fp is None or st.launch_fingerprint in (fp, None, "")):
+            reason = f"{st.failure_class or ''} {st.reason}".strip() if st.state != "done" else ""
+            out.append(PointState(pid, st.state, conc, reason))
+            continue
+        rec = records.get(fp) if fp else None
+        qstate = slurm.group_queue_state(plan, fp, queue) if (plan is not None and fp) else None
+        if qstate == "RUNNING" or (rec is not None and rec.state == "running" and qstate is None and not job_ids
+                                   and _may_be_alive(rec)):
+            out.append(PointState(pid, "running", conc, job=rec.slurm_job if rec else None))
+        elif qstate in ("PENDING", "CONFIGURING", "REQUEUED"):
+            out.append(PointState(pid, "queued", conc))
+        else:
+            out.append(PointState(pid, "pending", conc))
+    return RunState(rd.run_id, out, jobs)
+
+
+def _may_be_alive(rec: GroupRecord) -> bool:
+    """False only when the recorded runner process is known dead (same host, pid gone)."""
+    import os
+    import socket
+
+    if rec.pid is None or rec.host != socket.gethostname():
+        return True
+    try:
+        os.kill(rec.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

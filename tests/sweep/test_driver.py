@@ -1,0 +1,159 @@
+"""Driver pieces without an engine: run ids, gate rejects, manifest, status, progress lines, CLI errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from infx.sweep.driver import (
+    LoadProfile,
+    RunRequest,
+    default_run_id,
+    prepare,
+    run_local,
+)
+from infx.sweep.grouping import group_points
+from infx.sweep.layout import GroupRecord, RunDir, write_model
+from infx.sweep.orchestrator import Orchestrator
+from infx.sweep.progress import Progress
+from infx.sweep.status import run_state
+
+from .fakes import FakeMeasurer, FakeStarter, make_point
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_default_run_id_is_deterministic_and_safe():
+    assert default_run_id(["tinyllama-bf16-cpu-vllm"]) == "tinyllama-bf16-cpu-vllm"
+    a = default_run_id(["dsr1*", "b/../x"])
+    assert a == default_run_id(["b/../x", "dsr1*"]) and "/" not in a and "*" not in a and ".." not in a
+    assert default_run_id(["k"], "all") != default_run_id(["k"])
+
+
+def test_load_profile_prompts():
+    lp = LoadProfile(prompts_per_conc=4, min_prompts=8)
+    assert [lp.num_prompts(c) for c in (1, 2, 4)] == [8, 8, 16]
+
+
+def _req(tmp_path: Path, **kw) -> RunRequest:
+    return RunRequest(config_files=[], runner_config="", config_keys=["k"], results=str(tmp_path), run_id="r",
+                      preflight=False, **kw)
+
+
+def _render(p):
+    class L:
+        fingerprint = f"fp-{p.model_prefix}"
+        engine, image, argv = "vllm", "img", ["serve"]
+
+    if p.model_prefix == "nope":
+        from infx.diagnostics import InfxError
+
+        raise InfxError("no recipe matches point")
+    return L()
+
+
+def test_render_failure_is_a_gate_reject_with_zero_launches(tmp_path):
+    pts = [make_point("a", 1, 1), make_point("a", 1, 2), make_point("nope", 1, 1)]
+    prep = prepare(_req(tmp_path), points=pts, render=_render)
+    assert [g.point_ids for g in prep.groups] == [["a-tp1-c1", "a-tp1-c2"]]
+    starter = FakeStarter()
+    s = run_local(prep, starter, FakeMeasurer())
+    assert s.skipped == ["nope-tp1-c1"] and len(starter.started) == 1 and len(s.done) == 2
+    st = prep.run_dir.read_status("nope-tp1-c1")
+    assert st.state == "skipped" and st.failure_class == "render" and "no recipe" in st.reason
+    m = prep.run_dir.read_manifest()
+    assert m.engine_version == "fake-1.0" and m.ended_at is not None and m.started_at <= m.ended_at
+
+
+def test_gate_reject_never_destroys_an_earlier_result(tmp_path):
+    pts = [make_point("a", 1, 1)]
+    prep = prepare(_req(tmp_path), points=pts, render=_render)
+    run_local(prep, FakeStarter(), FakeMeasurer())
+    first_start = prep.run_dir.read_manifest().started_at
+    # the recipe no longer renders the point: it is rejected, but its measurement stays
+    orch = Orchestrator(prep.run_dir, FakeStarter(), FakeMeasurer())
+    assert orch.mark_skipped({"a-tp1-c1": (pts[0], "", "render: gone")}) == []
+    assert prep.run_dir.read_status("a-tp1-c1").state == "done"
+    run_local(prep, FakeStarter(), FakeMeasurer())
+    assert prep.run_dir.read_manifest().started_at == first_start  # resuming keeps the first start
+
+
+def test_status_reports_each_state(tmp_path):
+    pts = [make_point("a", 1, c) for c in (1, 2)] + [make_point("b", 1, 1), make_point("c", 1, 1)]
+    groups = group_points(pts)
+    rd = RunDir(tmp_path, "r")
+    rd.root.mkdir(parents=True)
+    from infx.sweep.manifest import new_manifest
+
+    rd.results.write_manifest(new_manifest("r", config_files=[], recipes=None, config_keys=["k"], images=[]))
+    Orchestrator(rd, FakeStarter({"b": "exit"}), FakeMeasurer()).run(groups[:2])
+    # group c is being launched by another process right now
+    for p in groups[2].points:
+        rd.write_point(p, groups[2].fingerprint)
+    rec = GroupRecord(fingerprint=groups[2].fingerprint, point_ids=groups[2].point_ids, state="running",
+                      host=socket.gethostname(), pid=os.getpid())
+    write_model(rd.group_file(groups[2].fingerprint), rec)
+    st = {p.point_id: p.state for p in run_state(rd).points}
+    assert st == {"a-tp1-c1": "done", "a-tp1-c2": "done", "b-tp1-c1": "failed", "c-tp1-c1": "running"}
+    # the process that was running it died (kill -9): the point is pending again, not "running" forever
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    write_model(rd.group_file(groups[2].fingerprint), rec.model_copy(update={"pid": int(dead.stdout)}))
+    assert {p.point_id: p.state for p in run_state(rd).points}["c-tp1-c1"] == "pending"
+
+
+def test_plain_progress_lines_when_not_a_tty(tmp_path):
+    buf = io.StringIO()
+    pts = [make_point("a", 1, c) for c in (1, 2)]
+    with Progress(stream=buf, live=False) as progress:
+        Orchestrator(RunDir(tmp_path, "r"), FakeStarter(), FakeMeasurer(), emit=progress).run(group_points(pts))
+    out = buf.getvalue()
+    assert "\x1b[" not in out  # no terminal control codes
+    lines = out.splitlines()
+    assert any("2 to run in 1 launch group(s)" in ln for ln in lines)
+    assert any("ready in" in ln and "fake-1.0" in ln for ln in lines)
+    assert sum(": done" in ln and "tok/s" in ln for ln in lines) == 2
+    assert "sweep finished" in lines[-1] and "2 done" in lines[-1]
+    assert progress.eta_seconds() == 0.0
+
+
+def _infx(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "infx", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_run_point_bad_row_is_one_line_diagnostic(tmp_path):
+    r = _infx("run-point", "--row", '{"image": ', "--results", str(tmp_path))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().count("\n") == 0 and "error: --row is not JSON" in r.stderr
+    r = _infx("run-point", "--row", json.dumps({"image": "x", "point-id": "p"}), "--results", str(tmp_path))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "error:" in r.stderr
+
+
+def test_run_rejects_unknown_backend(tmp_path):
+    r = _infx("run", "--config-files", "configs/cpu-master.yaml", "--runner-config", "configs/runners.yaml",
+              "--config-keys", "tinyllama-bf16-cpu-vllm", "--backend", "k8s", "--results", str(tmp_path))
+    assert r.returncode == 2 and "--backend must be local or slurm" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_status_of_missing_dir_is_a_diagnostic(tmp_path):
+    r = _infx("status", str(tmp_path / "nope"))
+    assert r.returncode == 2 and "no such results directory" in r.stderr
+
+
+def test_scrape_counters_sums_labels_and_ignores_comments():
+    from infx.sweep.local import scrape_counters
+
+    page = "\n".join([
+        "# HELP vllm:generation_tokens_total Number of generation tokens processed.",
+        'vllm:generation_tokens_total{engine="0",model_name="t"} 1009.0',
+        'vllm:request_success_total{engine="0",finished_reason="stop",model_name="t"} 3.0',
+        'vllm:request_success_total{engine="0",finished_reason="length",model_name="t"} 121.0',
+        'vllm:request_success_created{engine="0"} 1.7e9',
+        "garbage line",
+    ])
+    assert scrape_counters(page) == (124.0, 1009.0)
