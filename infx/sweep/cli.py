@@ -30,9 +30,25 @@ def register(app: typer.Typer) -> None:
     @app.command("run")
     @exit_on_error
     def run_cmd(
-        config_files: list[Path] = typer.Option(..., "--config-files", help="Catalog (master config) files."),
-        runner_config: Path = typer.Option(..., "--runner-config", help="runners.yaml"),
-        config_keys: list[str] = typer.Option(..., "--config-keys", help="Catalog keys (fnmatch globs)."),
+        config_files: Optional[list[Path]] = typer.Option(None, "--config-files", help="Catalog (master config) "
+                                                          "files (with --changelog: read at the revisions; default "
+                                                          "configs/*-master.yaml)."),
+        runner_config: Optional[Path] = typer.Option(None, "--runner-config", help="runners.yaml (with --changelog: "
+                                                     "default configs/runners.yaml)"),
+        config_keys: Optional[list[str]] = typer.Option(None, "--config-keys", help="Catalog keys (fnmatch globs)."),
+        changelog: bool = typer.Option(False, "--changelog", help="Run exactly what a perf-changelog change selects "
+                                       "(--base-ref/--head-ref) instead of --config-keys."),
+        base_ref: Optional[str] = typer.Option(None, "--base-ref", help="--changelog: base revision (e.g. origin/main)."),
+        head_ref: Optional[str] = typer.Option(None, "--head-ref", help="--changelog: head revision (e.g. HEAD)."),
+        changelog_file: str = typer.Option("perf-changelog.yaml", "--changelog-file", help="--changelog: the "
+                                           "changelog's path in the repository."),
+        repo: Path = typer.Option(Path("."), "--repo", help="--changelog: repository to read revisions from."),
+        trim_conc: bool = typer.Option(False, "--trim-conc", help="--changelog: keep only the lowest "
+                                       "concurrency per curve."),
+        conc: Optional[list[int]] = typer.Option(None, "--conc", help="Run only these concurrencies "
+                                                 "(repeatable; a subset of the selected points)."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Select, gate and group the points, write "
+                                     "plan.json and print the plan; launch nothing."),
         evals: str = typer.Option("none", "--evals", help="default | none | evals-only | all"),
         results: Path = typer.Option(Path("results"), "--results", help="Results directory (root of runs)."),
         run_id: Optional[str] = typer.Option(None, "--run-id", help="Default: derived from the config keys, "
@@ -49,8 +65,9 @@ def register(app: typer.Typer) -> None:
         prompts_per_conc: int = typer.Option(10, "--prompts-per-conc", help="Requests per point = conc x this."),
         preflight: bool = typer.Option(True, "--preflight/--no-preflight", help="Gate points with the preflight "
                                        "checks (a rejected point is skipped, never launched)."),
-        agentic_traces: Optional[Path] = typer.Option(None, "--agentic-traces", help="Trace file replayed by "
-                                                      "agentic points (`infx traces synth`)."),
+        agentic_traces: Optional[Path] = typer.Option(None, "--agentic-traces", help="Trace file (weka JSONL) "
+                                                      "replayed by agentic points (`infx traces synth`); default: "
+                                                      "synthetic traces written to RUN/traces/synthetic.jsonl."),
         agentic_duration: Optional[float] = typer.Option(None, "--agentic-duration", help="Seconds per agentic "
                                                          "point (default: the point's duration)."),
         wait: bool = typer.Option(False, "--wait", help="slurm: block until the jobs have finished."),
@@ -61,21 +78,49 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Measure catalog points: group by launch, launch once per group, resume what is done."""
         from infx.diagnostics import Diagnostic, InfxError
-        from infx.sweep.driver import LoadProfile, RunRequest, prepare
+        from infx.sweep.driver import (
+            ChangelogSelection,
+            LoadProfile,
+            RunRequest,
+            prepare,
+        )
 
         if backend not in ("local", "slurm"):
             raise InfxError(Diagnostic(f"--backend must be local or slurm, not {backend!r}"))
         if evals not in ("default", "none", "evals-only", "all"):
             raise InfxError(Diagnostic(f"--evals must be default, none, evals-only or all, not {evals!r}"))
+        selection = None
+        if changelog:
+            if not base_ref or not head_ref:
+                raise InfxError(Diagnostic("--changelog needs --base-ref and --head-ref"))
+            if config_keys:
+                raise InfxError(Diagnostic("--changelog selects the points: give it or --config-keys, not both"))
+            selection = ChangelogSelection(
+                repo=str(repo), base_ref=base_ref, head_ref=head_ref, changelog_file=changelog_file,
+                config_files=[str(p) for p in config_files] if config_files else None,
+                runner_config=str(runner_config or "configs/runners.yaml"), trim_conc=trim_conc)
+            # the working-tree copies serve the preflight gate (placeholders, runner facts)
+            config_files = [repo / p for p in config_files] if config_files else sorted(
+                (repo / "configs").glob("*-master.yaml"))
+            runner_config = repo / (runner_config or Path("configs/runners.yaml"))
+        else:
+            missing = [o for o, v in (("--config-files", config_files), ("--runner-config", runner_config),
+                                      ("--config-keys", config_keys)) if not v]
+            if missing:
+                raise InfxError(Diagnostic(f"missing option(s) {', '.join(missing)} (or select with --changelog)"))
+            if base_ref or head_ref or trim_conc:
+                raise InfxError(Diagnostic("--base-ref/--head-ref/--trim-conc need --changelog"))
         req = RunRequest(
-            config_files=[str(p) for p in config_files], runner_config=str(runner_config),
-            config_keys=list(config_keys), evals=evals, results=str(results), run_id=run_id,  # type: ignore[arg-type]
+            config_files=[str(p) for p in config_files or []], runner_config=str(runner_config),
+            changelog=selection, config_keys=list(config_keys or []), evals=evals, conc=list(conc) if conc else None, results=str(results), run_id=run_id,  # type: ignore[arg-type]
             recipes=str(recipes) if recipes else None, backend=backend, fail_fast=fail_fast,  # type: ignore[arg-type]
             rerun_failed=rerun_failed, ready_timeout=ready_timeout, max_error_rate=max_error_rate,
             preflight=preflight, load=LoadProfile(
                 prompts_per_conc=prompts_per_conc, agentic_traces=str(agentic_traces.resolve()) if agentic_traces
                 else None, agentic_duration_s=agentic_duration))
         prep = prepare(req)
+        if dry_run:
+            raise typer.Exit(_print_plan(prep))
         if backend == "slurm":
             code = _submit_slurm(prep, wait, wait_timeout, partition, time_limit, max_parallel)
         else:
@@ -169,12 +214,13 @@ def register(app: typer.Typer) -> None:
         console = Console()
         for s in states:
             t = Table(title=f"run {s.run_id}: " + ", ".join(f"{n} {k}" for k, n in sorted(s.counts().items())))
-            for col in ("point", "conc", "state", "reason"):
+            show_kv = any(p.kv for p in s.points)
+            for col in ("point", "conc", "state", *(("kv tokens predicted/logged",) if show_kv else ()), "reason"):
                 t.add_column(col)
             colours = {"done": "green", "failed": "red", "skipped": "yellow", "running": "cyan", "queued": "blue"}
             for p in s.points:
                 c = colours.get(p.state, "white")
-                t.add_row(p.point_id, p.conc, f"[{c}]{p.state}[/{c}]", p.reason[:100])
+                t.add_row(p.point_id, p.conc, f"[{c}]{p.state}[/{c}]", *((p.kv,) if show_kv else ()), p.reason[:100])
             console.print(t)
             if s.jobs:
                 console.print("slurm jobs: " + ", ".join(f"{j} {st}" for j, st in sorted(s.jobs.items())))
@@ -182,16 +228,37 @@ def register(app: typer.Typer) -> None:
 
 # ------------------------------------------------------------------------------------ shared bodies
 
+def _print_plan(prep: Any) -> int:
+    """``infx run --dry-run``: write ``plan.json`` and list the groups and gate rejects; launch nothing."""
+    from infx.sweep.driver import write_plan
+
+    prep.run_dir.root.mkdir(parents=True, exist_ok=True)
+    plan = write_plan(prep)
+    print(f"plan: {len(prep.points)} point(s), {len(plan.groups)} launch group(s), {len(prep.rejects)} rejected "
+          f"by the gate; {prep.run_dir.plan_file}", file=sys.stderr)
+    for g in plan.groups:
+        print(f"group {g.fingerprint[:12]}: {' '.join(g.point_ids)}", file=sys.stderr)
+    for pid, (_, _, reason) in prep.rejects.items():
+        print(f"rejected {pid}: {reason}", file=sys.stderr)
+    return 0
+
+
 def run_prepared_locally(prep: Any, *, starter: Any = None, measurer: Any = None) -> int:
     """Run a prepared sweep on this host with live progress and a final table; the exit code."""
     from rich.console import Console
 
     from infx.sweep.driver import run_local
-    from infx.sweep.local import LocalMeasurer, LocalStarter, renderer_at_port
+    from infx.sweep.local import (
+        LocalMeasurer,
+        LocalStarter,
+        kv_calibrator,
+        renderer_at_port,
+    )
     from infx.sweep.progress import Progress, results_table
 
     _sigterm_as_interrupt()
-    starter = starter or LocalStarter(renderer_at_port(prep.request.recipes))
+    starter = starter or LocalStarter(renderer_at_port(prep.request.recipes),
+                                      calibrate=kv_calibrator(prep.request.runner_config))
     measurer = measurer or LocalMeasurer(prep.request.load)
     interrupted = False
     with Progress() as progress:
@@ -240,7 +307,12 @@ def run_planned_groups(rd: Any, plan: Any, fingerprints: list[str]) -> int:
     """Body of ``infx run-group``: re-render the planned points, check fingerprints, run the groups."""
     from infx.sweep.driver import finish_invocation, options_of
     from infx.sweep.executors import LaunchGroup
-    from infx.sweep.local import LocalMeasurer, LocalStarter, renderer_at_port
+    from infx.sweep.local import (
+        LocalMeasurer,
+        LocalStarter,
+        kv_calibrator,
+        renderer_at_port,
+    )
     from infx.sweep.orchestrator import Orchestrator
     from infx.sweep.progress import Progress
 
@@ -257,7 +329,8 @@ def run_planned_groups(rd: Any, plan: Any, fingerprints: list[str]) -> int:
         groups.append(LaunchGroup(fp, pts, engine=pts[0].framework, image=pts[0].image))
     code = 0
     with Progress() as progress:
-        orch = Orchestrator(rd, LocalStarter(render), LocalMeasurer(plan.request.load), options_of(plan.request),
+        orch = Orchestrator(rd, LocalStarter(render, calibrate=kv_calibrator(plan.request.runner_config)),
+                            LocalMeasurer(plan.request.load), options_of(plan.request),
                             progress)
         try:
             summary = orch.run(groups)

@@ -42,11 +42,33 @@ class LoadProfile(BaseModel):
     max_isl: int | None = None  # cap the point's lengths (the demo's tiny model has a short context)
     max_osl: int | None = None
     seed: int = 0
-    agentic_traces: str | None = None  # weka-format traces for agentic points (`infx traces synth`)
+    agentic_traces: str | None = None  # weka-format traces for agentic points; None: synthesized into the run dir
     agentic_duration_s: float | None = None  # overrides the point's duration (short CI runs)
 
     def num_prompts(self, conc: int) -> int:
         return max(self.min_prompts, conc * self.prompts_per_conc)
+
+
+class ChangelogSelection(BaseModel):
+    """``infx run --changelog``: run exactly what a perf-changelog change selects (the changelog gate's
+    ``changelog_points``). Paths are relative to ``repo`` and read at the revisions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    repo: str = "."
+    base_ref: str
+    head_ref: str
+    changelog_file: str = "perf-changelog.yaml"
+    config_files: list[str] | None = None  # default: the gate's (configs/*-master.yaml at the revisions)
+    runner_config: str = "configs/runners.yaml"
+    trim_conc: bool = False
+
+    def run_id(self) -> str:
+        """``changelog-<base sha>-<head sha>``: stable for the same change, so a re-run resumes."""
+        from infx.changelog.git import resolve_rev
+
+        repo = Path(self.repo)
+        return f"changelog-{resolve_rev(repo, self.base_ref)[:12]}-{resolve_rev(repo, self.head_ref)[:12]}"
 
 
 class RunRequest(BaseModel):
@@ -68,6 +90,8 @@ class RunRequest(BaseModel):
     max_error_rate: float = 0.0
     preflight: bool = True  # run the preflight gate (rendering is always checked)
     load: LoadProfile = Field(default_factory=LoadProfile)
+    changelog: ChangelogSelection | None = None  # select the points from a changelog change instead of keys
+    conc: list[int] | None = None  # keep only these concurrencies (the matrix stage's --conc filter)
 
 
 class PlannedGroup(BaseModel):
@@ -119,9 +143,19 @@ def default_run_id(config_keys: Sequence[str], evals: str = "none") -> str:
 
 
 def select(request: RunRequest) -> list[Point]:
+    if request.changelog is not None:
+        from infx.changelog.gate import changelog_points
+
+        c = request.changelog
+        points = changelog_points(c.repo, c.base_ref, c.head_ref, changelog_file=c.changelog_file,
+                                config_files=c.config_files, runner_config=c.runner_config,
+                                all_evals=request.evals == "all", evals_only=request.evals == "evals-only",
+                                trim_conc=c.trim_conc)
+        return [p for p in points if request.conc is None or set(p.concs) & set(request.conc)]
     from infx.matrix.select import select_points
 
-    return select_points(request.config_files, request.runner_config, request.config_keys, evals=request.evals)
+    return select_points(request.config_files, request.runner_config, request.config_keys, evals=request.evals,
+                         conc=request.conc)
 
 
 def make_renderer(recipes_path: str | None) -> Callable[[Point], Any]:
@@ -177,13 +211,59 @@ def _preflight(points: list[Point], request: RunRequest, launches: dict[str, Any
         from infx.preflight.gate import preflight_points
     except ImportError:
         return {}
+    from infx.preflight.checks import PlaceholderScan
+    from infx.preflight.gate import PreflightOptions
+
     runners = None
     if request.runner_config:
         from infx.catalog import load_runners
 
         runners = load_runners(request.runner_config)
-    verdicts = preflight_points(points, runners=runners, launches=launches)
+    recipe_dir = Path(request.recipes or default_recipes_dir())
+    recipe_files = sorted(str(f) for f in recipe_dir.glob("*.y*ml")) if recipe_dir.is_dir() else []
+    changelog = _changelog_file(request)
+    # the same checks as `infx preflight`: evals coverage, placeholders in catalog entries, recipes, changelog
+    placeholders = PlaceholderScan.build(request.config_files, recipe_files, changelog)
+    verdicts = preflight_points(points, runners=runners, launches=launches,
+                                options=PreflightOptions(evals=request.evals), placeholders=placeholders,
+                                config_keys=_config_keys_of(request, {p.point_id for p in points}),
+                                recipe_files={Path(f).stem: f for f in recipe_files})
     return {v.point_id: v for v in verdicts}
+
+
+def _changelog_file(request: RunRequest) -> Path | None:
+    """The changelog scanned for placeholders: the change's own, else ``perf-changelog.yaml`` beside the
+    first config file (as ``infx preflight`` does)."""
+    if request.changelog is not None:
+        f = Path(request.changelog.repo) / request.changelog.changelog_file
+    elif request.config_files:
+        f = Path(request.config_files[0]).parent / "perf-changelog.yaml"
+    else:
+        return None
+    return f if f.is_file() else None
+
+
+def _config_keys_of(request: RunRequest, wanted: set[str]) -> dict[str, str]:
+    """point-id -> catalog key for the placeholder scan (the selected keys, every key in changelog mode)."""
+    if not request.config_files:
+        return {}
+    from infx.catalog import load_catalog, load_runners
+    from infx.matrix.generate import resolve_keys, test_config_rows
+
+    catalog = load_catalog(request.config_files)
+    runners = load_runners(request.runner_config)
+    keys = (resolve_keys(catalog, request.config_keys) if request.config_keys and request.changelog is None
+            else list(catalog.entries))
+    out: dict[str, str] = {}
+    for key in keys:
+        try:
+            rows = test_config_rows(catalog, runners, [key], evals="all" if request.evals != "none" else "none")
+        except InfxError:
+            continue
+        for row in rows:
+            if row.get("point-id") in wanted:
+                out.setdefault(row["point-id"], key)
+    return out
 
 
 def prepare(request: RunRequest, *, points: list[Point] | None = None,
@@ -197,7 +277,8 @@ def prepare(request: RunRequest, *, points: list[Point] | None = None,
     ok, rejects = gate(pts, request, render)
     launches = {p.point_id: launch for p, launch in ok}
     groups = group_points([p for p, _ in ok], lambda p: launches[p.point_id])
-    run_id = request.run_id or default_run_id(request.config_keys, request.evals)
+    run_id = request.run_id or (request.changelog.run_id() if request.changelog is not None
+                                else default_run_id(request.config_keys, request.evals))
     return Prepared(request, run_id, pts, groups, rejects)
 
 

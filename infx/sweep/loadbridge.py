@@ -2,7 +2,8 @@
 :class:`~infx.sweep.driver.LoadProfile` (how many requests, warmup) become the load generator's
 ``BenchConfig``; warmup then measurement; the raw records land in the point directory.
 
-Agentic points are handed to the agentic stage's ``run_agentic_point`` when it is installed.
+Agentic points are handed to the agentic stage's ``run_agentic_point``: they replay ``--agentic-traces``, or,
+when none is given, synthetic traces generated once into ``RUN/traces/`` (sized to the launch's context).
 """
 
 from __future__ import annotations
@@ -51,11 +52,15 @@ def run_point_load(point: Point, engine: Any, point_dir: Path, profile: LoadProf
     if point.is_agentic:
         from infx.agentic.measure import run_agentic_point
 
-        if not profile.agentic_traces:
-            raise ValueError("agentic points need a trace file: --agentic-traces FILE (see `infx traces synth`)")
+        max_context = max_model_len(engine)
+        traces = profile.agentic_traces or str(synthetic_traces(point_dir.parents[1] / "traces", profile.seed,
+                                                                max_context or 2048))
+        launch = getattr(engine, "launch", None)
         return run_agentic_point(point, engine.base_url, engine.served_model_name,
-                                 tokenizer_dir=getattr(engine, "model_path", None) or "", trace_file=
-                                 profile.agentic_traces, out_dir=point_dir, duration_s=profile.agentic_duration_s)
+                                 tokenizer_dir=getattr(engine, "model_path", None) or "", trace_file=traces,
+                                 out_dir=point_dir, duration_s=profile.agentic_duration_s,
+                                 metrics_url=getattr(launch, "metrics_url", None),
+                                 warmup_requests_per_lane=profile.warmup_per_conc, max_context=max_context)
 
     from infx.loadgen.records import RECORDS_FILE, write_records
     from infx.loadgen.runner import execute
@@ -71,3 +76,34 @@ def run_point_load(point: Point, engine: Any, point_dir: Path, profile: LoadProf
                            req_per_s=t.request_per_s, tok_per_s=t.output_tok_per_s,
                            errors=run.result.metrics.failed))
     return run.result
+
+
+def max_model_len(engine: Any) -> int | None:
+    """The context the launch serves (``--max-model-len``/``--context-length`` in its argv), if it says."""
+    argv = list(getattr(getattr(engine, "launch", None), "argv", None) or [])
+    for flag in ("--max-model-len", "--context-length", "--max_seq_len"):
+        for i, a in enumerate(argv):
+            value = argv[i + 1] if a == flag and i + 1 < len(argv) else (a.split("=", 1)[1] if a.startswith(flag + "=")
+                                                                          else None)
+            if value is not None and value.isdigit():
+                return int(value)
+    return None
+
+
+SYNTH_FILE = "synthetic.jsonl"
+
+
+def synthetic_traces(directory: Path, seed: int, max_context: int) -> Path:
+    """Agentic traces for runs given none (``--agentic-traces``): synthesized once per run and context
+    (deterministic for the seed), so every agentic point of a run replays the same sessions."""
+    from infx.agentic.synth import SynthConfig, synth_traces
+    from infx.agentic.trace import write_traces
+
+    out = directory / (SYNTH_FILE if max_context == 2048 else f"synthetic-ctx{max_context}.jsonl")
+    if out.is_file():
+        return out
+    directory.mkdir(parents=True, exist_ok=True)
+    cfg = SynthConfig(sessions=16, seed=seed, max_context=max_context, out_min=8,
+                      out_max=min(48, max_context // 2 - 1))
+    write_traces(out, synth_traces(cfg))  # atomic: concurrent groups (Slurm) never read half a file
+    return out

@@ -17,6 +17,35 @@ from infx.sweep.driver import LoadProfile
 from infx.sweep.executors import LaunchFailed, LaunchGroup, ProgressFn
 
 RenderAtPort = Callable[[Point, int], Any]  # (point, port) -> infx.engines.launch.Launch
+# (group's first point, launch, start-up facts) -> flat scalars merged into ``StartupSummary.other``
+Calibrate = Callable[[Point, Any, StartupSummary], dict[str, Any]]
+
+
+def kv_calibrator(runner_config: str | None) -> Calibrate:
+    """Predicted vs logged KV-cache capacity for every launch (preflight stage's
+    ``compare_kv_capacity``), as ``kv_tokens_predicted``/``kv_tokens_logged``/``kv_prediction_ratio``/
+    ``kv_prediction``. Never fails a launch: a problem is recorded as ``kv_prediction: "error: ..."``."""
+    runners: list[Any] = []  # loaded once, lazily
+
+    def calibrate(point: Point, launch: Any, facts: StartupSummary) -> dict[str, Any]:
+        try:
+            from infx.preflight.calibration import compare_kv_capacity
+
+            if not runners:
+                runners.append(_load_runners(runner_config))
+            return compare_kv_capacity(point, launch, facts.kv_cache_tokens, runners=runners[0]).summary()
+        except Exception as exc:  # calibration is a record, never a reason to lose the launch
+            return {"kv_tokens_logged": facts.kv_cache_tokens, "kv_prediction": f"error: {type(exc).__name__}: {exc}"}
+
+    return calibrate
+
+
+def _load_runners(runner_config: str | None) -> Any:
+    if not runner_config or not Path(runner_config).is_file():
+        return None
+    from infx.catalog import load_runners
+
+    return load_runners(runner_config)
 
 
 def _tail_lines(text: str, lines: int) -> str:
@@ -39,10 +68,13 @@ def engine_version(base_url: str, timeout: float = 3.0) -> str | None:
 class LocalEngine:
     """:class:`infx.sweep.executors.RunningEngine` over an ``EngineProcess``."""
 
-    def __init__(self, launch: Any, log_path: Path, ready_timeout_cap: float | None = None):
+    def __init__(self, launch: Any, log_path: Path, ready_timeout_cap: float | None = None,
+                 point: Point | None = None, calibrate: Calibrate | None = None):
         from infx.engines.server import EngineProcess
 
         self.ready_timeout_cap = ready_timeout_cap
+        self.point = point
+        self.calibrate = calibrate
         self.launch = launch
         self.log_path = log_path
         self.base_url: str = launch.base_url
@@ -70,7 +102,10 @@ class LocalEngine:
             raise LaunchFailed(exc.kind.value, exc.message, exc.log_tail) from None
         secs = time.monotonic() - self.t0
         summary = StartupSummary.from_facts(facts) or StartupSummary()
-        return summary.model_copy(update={"startup_s": secs, "engine_version": engine_version(self.base_url)})
+        summary = summary.model_copy(update={"startup_s": secs, "engine_version": engine_version(self.base_url)})
+        if self.calibrate is not None and self.point is not None:
+            summary.other.update(self.calibrate(self.point, self.launch, summary))
+        return summary
 
     def failure(self) -> LaunchFailed | None:
         if self.proc.alive():
@@ -110,9 +145,10 @@ class LocalStarter:
     """Renders the group's launch on a free loopback port and starts it as a local process."""
 
     def __init__(self, render_at_port: RenderAtPort, ready_timeout_for: Callable[[LaunchGroup], float | None]
-                 | None = None):
+                 | None = None, calibrate: Calibrate | None = None):
         self.render_at_port = render_at_port
         self.ready_timeout_for = ready_timeout_for  # a per-group cap on the readiness wait
+        self.calibrate = calibrate  # e.g. kv_calibrator(runner_config): stored in the start-up facts
 
     def start(self, group: LaunchGroup, log_path: Path) -> LocalEngine:
         from infx.engines.server import free_port
@@ -126,7 +162,7 @@ class LocalStarter:
 
             ensure_tiny_model(launch.model_path)
         cap = self.ready_timeout_for(group) if self.ready_timeout_for else None
-        engine = LocalEngine(launch, log_path, cap)
+        engine = LocalEngine(launch, log_path, cap, point=group.points[0], calibrate=self.calibrate)
         engine.start()
         return engine
 

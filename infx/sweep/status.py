@@ -22,6 +22,7 @@ class PointState:
     conc: str = ""
     reason: str = ""
     job: str | None = None
+    kv: str = ""  # KV capacity predicted/logged at start-up, e.g. "1048576/98304 (mismatch)"
 
 
 @dataclass
@@ -84,7 +85,7 @@ def run_state(rd: RunDir) -> RunState:
         fp = group_of.get(pid)
         if st is not None and (fp is None or st.launch_fingerprint in (fp, None, "")):
             reason = f"{st.failure_class or ''} {st.reason}".strip() if st.state != "done" else ""
-            out.append(PointState(pid, st.state, conc, reason))
+            out.append(PointState(pid, st.state, conc, reason, kv=kv_text(st.startup)))
             continue
         rec = records.get(fp) if fp else None
         qstate = slurm.group_queue_state(plan, fp, queue) if (plan is not None and fp) else None
@@ -96,6 +97,15 @@ def run_state(rd: RunDir) -> RunState:
         else:
             out.append(PointState(pid, "pending", conc))
     return RunState(rd.run_id, out, jobs)
+
+
+def kv_text(startup: object) -> str:
+    """The stored KV-capacity comparison (``infx.preflight.calibration``) as ``predicted/logged (status)``."""
+    other = getattr(startup, "other", None) or {}
+    if "kv_prediction" not in other:
+        return ""
+    pred, logged = other.get("kv_tokens_predicted"), other.get("kv_tokens_logged")
+    return f"{pred if pred is not None else '?'}/{logged if logged is not None else '?'} ({other['kv_prediction']})"
 
 
 def _may_be_alive(rec: GroupRecord) -> bool:

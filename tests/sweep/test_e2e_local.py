@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -49,6 +50,22 @@ def test_demo_entry_runs_resumes_and_remeasures_only_a_deleted_point(tmp_path: P
             assert (rd.point_dir(pid) / name).is_file()
     assert sorted(measured_lines(first.stderr)) == sorted(ids)
     assert "1 launch(es)" in first.stderr
+    # predicted KV capacity (preflight) vs what vLLM logged at start-up, stored with the run
+    (group,) = rd.groups()
+    startup = group.startup
+    assert startup is not None and startup.kv_cache_tokens and startup.kv_cache_tokens > 0
+    kv = startup.other
+    assert kv["kv_tokens_logged"] == startup.kv_cache_tokens
+    assert isinstance(kv["kv_tokens_predicted"], int) and kv["kv_tokens_predicted"] > 0
+    assert kv["kv_prediction_ratio"] == pytest.approx(kv["kv_tokens_predicted"] / startup.kv_cache_tokens, rel=1e-5)
+    assert kv["kv_prediction"] in ("match", "mismatch")
+    for pid in ids:
+        assert rd.read_status(pid).startup.other == kv  # type: ignore[union-attr]
+    shown = infx("status", str(rd.root), "--json")
+    assert shown.returncode == 0, shown.stderr
+    (run,) = json.loads(shown.stdout)
+    assert {p["kv"] for p in run["points"]} == {f"{kv['kv_tokens_predicted']}/{kv['kv_tokens_logged']} "
+                                                f"({kv['kv_prediction']})"}
     manifest = rd.read_manifest()
     assert manifest is not None and manifest.engine_version and manifest.ended_at
     assert manifest.git_commit and manifest.catalog_hash and manifest.recipe_hash
