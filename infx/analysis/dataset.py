@@ -5,6 +5,7 @@ lengths) and *arms* (how: topology, speculative decoding, KV offloading) whose f
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -98,6 +99,9 @@ class Measured:
     e2el_p90: float | None
     success_rate: float | None
     kv_cache_tokens: int | None
+    # The load generator's ``streaming`` check warned: responses arrived in one burst (buffered by the server,
+    # or a starved client), so TPOT and interactivity are not real; they are left out (None) of frontiers
+    buffered_stream: bool = False
 
     def throughput(self, metric: YMetric, norm: Normalisation) -> float | None:
         per_server = self.total_tok_per_s if metric == "total" else self.output_tok_per_s
@@ -119,7 +123,7 @@ SELECT p.run_id, p.point_id, p.model_prefix, p.precision, p.hardware, p.framewor
        p.runner, p.image, p.conc, p.gpus_per_server, p.launch_fingerprint,
        r.interactivity_median, r.interactivity_p90, r.output_tok_per_s, r.total_tok_per_s,
        r.ttft_median, r.ttft_p90, r.ttft_p99, r.tpot_median, r.itl_median, r.itl_p90, r.itl_p99,
-       r.e2el_median, r.e2el_p90, r.success_rate, s.kv_cache_tokens
+       r.e2el_median, r.e2el_p90, r.success_rate, s.kv_cache_tokens, r.checks_json
 FROM points p JOIN results r ON r.run_id = p.run_id AND r.point_id = p.point_id
 LEFT JOIN startup s ON s.run_id = p.run_id AND s.point_id = p.point_id
 WHERE p.state = 'done'
@@ -187,8 +191,26 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
         arm = arms.get(ak)
         if arm is None:
             arm = arms[ak] = ArmKey(*ak)
-        out.append(Measured(run_id, row[1], workload, arm, runner, row[13], row[14], row[15], nodes[key], *row[16:]))
+        metrics = list(row[16:-1])
+        buffered = streaming_warned(row[-1])
+        if buffered:
+            metrics[1] = metrics[2] = None  # interactivity median / P90: from a burst, not a stream
+        out.append(Measured(run_id, row[1], workload, arm, runner, row[13], row[14], row[15], nodes[key], *metrics,
+                            buffered_stream=buffered))
     return out
+
+
+def streaming_warned(checks_json: str | None) -> bool:
+    """Whether a result's ``streaming`` integrity check did not pass (multi-token responses that
+    arrived in a single chunk): its per-token timings measure the buffering, not the engine."""
+    if not checks_json:
+        return False
+    try:
+        checks = json.loads(checks_json)
+    except ValueError:
+        return False
+    return any(isinstance(c, dict) and c.get("name") == "streaming" and c.get("status") in ("warn", "fail")
+               for c in checks)
 
 
 def frontier_membership(measured: Sequence[Measured], *, x_metric: XMetric = "interactivity",

@@ -1,7 +1,13 @@
 """Run one engine launch as a local process: start, wait until ready, stop.
 
-The engine runs in its own process group (``start_new_session=True``) so that stopping it
-(SIGTERM to the group, then SIGKILL after a grace period) also stops the workers it spawned.
+The engine runs in its own process group (``process_group=0``) so that stopping it (SIGTERM to the
+group, then SIGKILL after a grace period) also stops the workers it spawned, but in the caller's
+session, not a new one: with Linux's autogroup scheduler (``/proc/sys/kernel/sched_autogroup_enabled``)
+every session is one CPU-share group, and an engine in a session of its own competes with the load
+generator (and the shell a later ``infx bench`` runs from) as an equal group. On a 2-core machine that
+starved the load generator for ~150 ms at a time (the generation of a whole response), so streamed
+responses arrived in one read and TPOT collapsed to ~0 (measured: 40-50% single-burst responses at
+concurrency 1-4 with a separate session, none in the same session).
 While waiting for readiness the process is polled every few hundred milliseconds: an engine that
 dies is reported at once with its classified failure and log tail, not after the time-out.
 """
@@ -160,7 +166,7 @@ class EngineProcess:
                 stderr=subprocess.STDOUT,
                 env=env,
                 cwd=str(cwd) if cwd else None,
-                start_new_session=True,
+                process_group=0,  # own group for kill_group; same session (autogroup): see module doc
             )
         self.started_at = time.monotonic()
 

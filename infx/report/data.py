@@ -96,6 +96,12 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
     if not data.per_node_known:
         data.notes.append("GPUs per node unknown for some runners: per-node charts and comparisons are omitted "
                           "(record gpus_per_node in the manifest, or pass --gpus-per-node / --runners)")
+    buffered = [m for m in measured if m.run_id == run_id and m.buffered_stream]
+    if buffered:
+        concs = ", ".join(str(m.conc) for m in buffered)
+        data.notes.append(f"{len(buffered)} point(s) (concurrency {concs}) failed the streaming check (responses "
+                          "arrived in a single chunk): their TPOT-based interactivity is not real, so they are left "
+                          "out of the throughput-vs-interactivity charts and frontiers")
     if results_root is not None:
         rd = ResultsDir(results_root)
         for line in lines:

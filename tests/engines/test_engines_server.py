@@ -57,6 +57,10 @@ def test_ready_then_stop_kills_the_whole_group(tmp_path: Path) -> None:
     assert facts.ready and facts.kv_cache_tokens == 4096 and facts.max_concurrency == 2.0
     child = int(next(l for l in proc.log_text().splitlines() if l.startswith("child")).split()[1])
     assert _alive(child) and proc.pid is not None and _alive(proc.pid)
+    # its own process group (what stop() signals), but our session: under Linux's autogroup scheduler a
+    # session of its own would make the engine an equal CPU-share group against the load generator
+    assert os.getpgid(proc.pid) == proc.pid != os.getpgid(0)
+    assert os.getsid(proc.pid) == os.getsid(0)
     proc.stop(grace=5)
     time.sleep(0.3)
     assert not _alive(proc.pid) and not _alive(child)
