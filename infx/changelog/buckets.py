@@ -93,16 +93,22 @@ class ChangelogMetadata(BaseModel):
     entries: list[dict[str, Any]]
 
 
-class ChangelogMatrix(BaseModel):
-    """The bucketed output (reference: ``ChangelogMatrixEntry``)."""
+class MatrixBuckets(BaseModel):
+    """Matrix rows in the GitHub workflow's buckets: throughput rows by sequence-length family,
+    eval rows by kind. Shared by the changelog output and the sweep's GitHub matrix."""
 
-    model_config = ConfigDict(frozen=True)
     single_node: dict[str, list[Row]] = Field(default_factory=dict)
     multi_node: dict[str, list[Row]] = Field(default_factory=dict)
     evals: list[Row] = Field(default_factory=list)
     agentic_evals: list[Row] = Field(default_factory=list)
     multinode_evals: list[Row] = Field(default_factory=list)
     multinode_agentic_evals: list[Row] = Field(default_factory=list)
+
+
+class ChangelogMatrix(MatrixBuckets):
+    """The bucketed output (reference: ``ChangelogMatrixEntry``)."""
+
+    model_config = ConfigDict(frozen=True)
     changelog_metadata: ChangelogMetadata
 
     def throughput_rows(self) -> list[Row]:

@@ -68,6 +68,12 @@ class Owned:
     sources: dict[str, str] = field(default_factory=dict)  # flag -> "tp=4" (for error messages)
 
 
+#: The point fields every adapter's ``topology()`` renders (its ``Owned.consumed`` starts as these).
+TOPOLOGY_FIELDS = frozenset(
+    {"tp", "pp", "ep", "dp-attn", "dcp-size", "pcp-size", "spec-decoding", "kv-offloading", "total-cpu-dram-gb"}
+)
+
+
 class UnsupportedTopology(ValueError):
     pass
 

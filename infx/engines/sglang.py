@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from infx.engines.adapter import ABSENT, EngineAdapter, Owned, Topology, UnsupportedTopology
+from infx.engines.adapter import ABSENT, TOPOLOGY_FIELDS, EngineAdapter, Owned, Topology, UnsupportedTopology
 
 
 class SglangAdapter(EngineAdapter):
@@ -24,8 +24,7 @@ class SglangAdapter(EngineAdapter):
                 "enable-metrics": True}
 
     def topology(self, t: Topology) -> Owned:
-        o = Owned(consumed={"tp", "pp", "ep", "dp-attn", "dcp-size", "pcp-size", "spec-decoding",
-                            "kv-offloading", "total-cpu-dram-gb"})
+        o = Owned(consumed=set(TOPOLOGY_FIELDS))
         if t.dcp_size > 1 or t.pcp_size > 1:
             raise UnsupportedTopology("SGLang adapter does not render dcp-size/pcp-size > 1")
         o.flags["tp-size"] = t.tp

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from infx.engines.adapter import ABSENT, EngineAdapter, Owned, Topology, UnsupportedTopology
+from infx.engines.adapter import ABSENT, TOPOLOGY_FIELDS, EngineAdapter, Owned, Topology, UnsupportedTopology
 
 
 class TrtAdapter(EngineAdapter):
@@ -22,8 +22,7 @@ class TrtAdapter(EngineAdapter):
         return {"host": host, "port": port, "backend": "pytorch"}
 
     def topology(self, t: Topology) -> Owned:
-        o = Owned(consumed={"tp", "pp", "ep", "dp-attn", "dcp-size", "pcp-size", "spec-decoding",
-                            "kv-offloading", "total-cpu-dram-gb"})
+        o = Owned(consumed=set(TOPOLOGY_FIELDS))
         if t.dcp_size > 1 or t.pcp_size > 1:
             raise UnsupportedTopology("TRT-LLM adapter does not render dcp-size/pcp-size > 1")
         o.flags["tp_size"] = t.tp

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from infx.engines.adapter import ABSENT, EngineAdapter, Owned, Topology, UnsupportedTopology
+from infx.engines.adapter import ABSENT, TOPOLOGY_FIELDS, EngineAdapter, Owned, Topology, UnsupportedTopology
 
 # KV offload backends (the point's kv-offload-backend name) -> vLLM KV connector.
 _CONNECTORS = {
@@ -30,8 +30,7 @@ class VllmAdapter(EngineAdapter):
         return {"model": model_path, "served-model-name": served_name, "host": host, "port": port}
 
     def topology(self, t: Topology) -> Owned:
-        o = Owned(consumed={"tp", "pp", "ep", "dp-attn", "dcp-size", "pcp-size", "spec-decoding",
-                            "kv-offloading", "total-cpu-dram-gb"})
+        o = Owned(consumed=set(TOPOLOGY_FIELDS))
         if t.dp_attn:
             o.flags["tensor-parallel-size"] = 1
             o.flags["data-parallel-size"] = t.tp

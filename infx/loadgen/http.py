@@ -108,7 +108,7 @@ async def stream_request(
         payload = json.dumps(build_body(spec, target), separators=(",", ":")).encode()
     except (TypeError, ValueError) as exc:
         now = _now()
-        return _base_record(spec, worker, now, now, error=("client_error", f"cannot encode request body: {exc}"))
+        return RequestRecord.for_spec(spec, now, now, worker, error=("client_error", f"cannot encode request body: {exc}"))
     headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
     if target.api_key:
         headers["Authorization"] = f"Bearer {target.api_key}"
@@ -157,7 +157,7 @@ async def stream_request(
         error = ("client_error", _short(f"{type(exc).__name__}: {exc}"))
     end_ns = eof_ns if eof_ns is not None and error is None else _now()
 
-    rec = _base_record(spec, worker, send_ns, end_ns, error=None)
+    rec = RequestRecord.for_spec(spec, send_ns, end_ns, worker)
     rec.http_status = status
     rec.headers_ns = headers_ns
     if reads:
@@ -246,29 +246,6 @@ async def _read_body(
         append((_now(), data))
 
 
-def _base_record(
-    spec: RequestSpec, worker: int | None, send_ns: int, end_ns: int, error: tuple[str, str] | None
-) -> RequestRecord:
-    rec = RequestRecord(
-        request_id=spec.request_id,
-        endpoint=spec.endpoint,
-        session_id=spec.session_id,
-        turn=spec.turn,
-        lane=spec.lane,
-        worker=worker,
-        warmup=spec.warmup,
-        max_tokens=spec.max_tokens,
-        ignore_eos=spec.ignore_eos,
-        expected_input_tokens=spec.expected_input_tokens,
-        intended_send_ns=spec.intended_send_ns,
-        send_ns=send_ns,
-        end_ns=end_ns,
-    )
-    if error is not None:
-        rec.error_class, rec.error_message = error  # type: ignore[assignment]
-    return rec
-
-
 def _completion_error(rec: RequestRecord, spec: RequestSpec) -> tuple[str, str] | None:
     if rec.finish_count == 0:
         return ("incomplete_stream", f"stream ended without a finish_reason after {rec.events} events")
@@ -329,7 +306,7 @@ class _StreamState:
 
     __slots__ = (
         "chunk_ns", "chunk_tokens", "events", "empty_before", "first_empty", "prompt_tokens",
-        "completion_tokens", "chars", "finish_count", "finish_reason", "token_source",
+        "completion_tokens", "chars", "finish_count", "finish_reason", "token_source", "cum",
     )
 
     def __init__(self) -> None:
@@ -344,6 +321,45 @@ class _StreamState:
         self.finish_count = 0
         self.finish_reason: str | None = None
         self.token_source: str | None = None
+        self.cum = 0  # cumulative completion tokens seen in continuous usage
+
+    def count(
+        self, t: int, text: str, role_only: bool, finish: str | None, token_ids: list[int] | None, ct: int | None
+    ) -> tuple[str, str] | None:
+        """Count one event's tokens (rules in the module docstring): the one place both event
+        walkers (``_walk_typed``, ``_walk``) share. ``ct``: its usage's completion tokens."""
+        if token_ids is not None:
+            k = len(token_ids)
+            src = "token_ids"
+        elif ct is not None:
+            k = ct - self.cum
+            src = "usage"
+        else:
+            k = 1 if (text or not finish) and not role_only else 0
+            src = "events"
+        if ct is not None:
+            self.cum = ct
+        self.chars += len(text)
+        chunk_ns = self.chunk_ns
+        if k > 0:
+            if self.finish_count:
+                return ("protocol_error", "tokens arrived after the finish_reason")
+            if not chunk_ns:  # the first token
+                self.first_empty = not text
+                self.token_source = src
+                chunk_ns.append(t)
+                self.chunk_tokens.append(k)
+            elif chunk_ns[-1] == t:  # same network read: one chunk of several tokens
+                self.chunk_tokens[-1] += k
+            else:
+                chunk_ns.append(t)
+                self.chunk_tokens.append(k)
+        elif not chunk_ns:
+            self.empty_before += 1
+        if finish is not None:
+            self.finish_count += 1
+            self.finish_reason = finish
+        return None
 
     def apply(self, rec: RequestRecord) -> None:
         d = rec.__dict__  # fields already validated by construction; plain types only
@@ -463,13 +479,7 @@ else:  # pragma: no cover
 
 def _walk_typed(times: list[int], events: list[Any], st: _StreamState) -> tuple[str, str] | None:
     """``_walk`` over msgspec structs (same rules, attribute access)."""
-    chunk_ns = st.chunk_ns
-    chunk_tokens = st.chunk_tokens
-    cum = 0
-    first_ns: int | None = None
-    empty_before = 0
-    chars = 0
-    finish_count = 0
+    count = st.count
     try:
         for t, ev in zip(times, events):
             choices = ev.choices
@@ -491,41 +501,10 @@ def _walk_typed(times: list[int], events: list[Any], st: _StreamState) -> tuple[
             else:
                 text = choice.text or ""
                 role_only = False
-            finish = choice.finish_reason
-            token_ids = choice.token_ids
-            if token_ids is not None:
-                k = len(token_ids)
-                src = "token_ids"
-            elif ct is not None:
-                k = ct - cum
-                src = "usage"
-            else:
-                k = 1 if (text or not finish) and not role_only else 0
-                src = "events"
-            if ct is not None:
-                cum = ct
-            chars += len(text)
-            if k > 0:
-                if finish_count:
-                    return ("protocol_error", "tokens arrived after the finish_reason")
-                if first_ns is None:
-                    first_ns = t
-                    st.first_empty = not text
-                    st.token_source = src
-                if chunk_ns and chunk_ns[-1] == t:
-                    chunk_tokens[-1] += k
-                else:
-                    chunk_ns.append(t)
-                    chunk_tokens.append(k)
-            elif first_ns is None:
-                empty_before += 1
-            if finish is not None:
-                finish_count += 1
-                st.finish_reason = finish
+            err = count(t, text, role_only, choice.finish_reason, choice.token_ids, ct)
+            if err is not None:
+                return err
     finally:
-        st.empty_before = empty_before
-        st.chars = chars
-        st.finish_count = finish_count
         for ev in events:  # prompt/completion tokens: the last usage that carried each
             u = ev.usage
             if u is not None:
@@ -537,13 +516,7 @@ def _walk_typed(times: list[int], events: list[Any], st: _StreamState) -> tuple[
 
 
 def _walk(times: list[int], objs: list[Any], st: _StreamState) -> tuple[str, str] | None:
-    chunk_ns = st.chunk_ns
-    chunk_tokens = st.chunk_tokens
-    cum = 0  # cumulative completion tokens seen in continuous usage
-    first_ns: int | None = None
-    empty_before = 0
-    chars = 0
-    finish_count = 0
+    count = st.count
     try:
         for t, obj in zip(times, objs):
             if obj.__class__ is not dict:
@@ -572,41 +545,9 @@ def _walk(times: list[int], objs: list[Any], st: _StreamState) -> tuple[str, str
             else:
                 text = choice.get("text") or ""
                 role_only = False
-            finish = choice.get("finish_reason")
-            token_ids = choice.get("token_ids")
-            if token_ids is not None:
-                k = len(token_ids)
-                src = "token_ids"
-            elif ct is not None:
-                k = ct - cum
-                src = "usage"
-            else:
-                k = 1 if (text or not finish) and not role_only else 0
-                src = "events"
-            if ct is not None:
-                cum = ct
-            chars += len(text)
-            if k > 0:
-                if finish_count:
-                    return ("protocol_error", "tokens arrived after the finish_reason")
-                if first_ns is None:
-                    first_ns = t
-                    st.first_empty = not text
-                    st.token_source = src
-                if chunk_ns and chunk_ns[-1] == t:  # same network read: one chunk of several tokens
-                    chunk_tokens[-1] += k
-                else:
-                    chunk_ns.append(t)
-                    chunk_tokens.append(k)
-            elif first_ns is None:
-                empty_before += 1
-            if finish is not None:
-                finish_count += 1
-                st.finish_reason = finish
+            err = count(t, text, role_only, choice.get("finish_reason"), choice.get("token_ids"), ct)
+            if err is not None:
+                return err
     except (AttributeError, TypeError) as exc:  # a JSON shape we do not understand
         return ("malformed_sse", _short(f"unexpected event shape: {exc}"))
-    finally:
-        st.empty_before = empty_before
-        st.chars = chars
-        st.finish_count = finish_count
     return None

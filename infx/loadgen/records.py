@@ -126,8 +126,17 @@ class RequestRecord(_Model):
         return self.completion_tokens if self.completion_tokens is not None else self.client_tokens
 
     @classmethod
-    def cancelled(cls, spec: RequestSpec, send_ns: int, end_ns: int, worker: int | None = None) -> "RequestRecord":
-        return cls(
+    def for_spec(
+        cls,
+        spec: RequestSpec,
+        send_ns: int,
+        end_ns: int,
+        worker: int | None = None,
+        error: tuple[str, str] | None = None,
+    ) -> "RequestRecord":
+        """A record carrying ``spec``'s identity and the send/end times (and ``(class, message)``
+        when the request failed); the stream facts are filled in by the caller."""
+        rec = cls(
             request_id=spec.request_id,
             endpoint=spec.endpoint,
             session_id=spec.session_id,
@@ -141,8 +150,15 @@ class RequestRecord(_Model):
             intended_send_ns=spec.intended_send_ns,
             send_ns=send_ns,
             end_ns=end_ns,
-            error_class="cancelled",
-            error_message="run stopped while the request was in flight",
+        )
+        if error is not None:
+            rec.error_class, rec.error_message = error  # type: ignore[assignment]
+        return rec
+
+    @classmethod
+    def cancelled(cls, spec: RequestSpec, send_ns: int, end_ns: int, worker: int | None = None) -> "RequestRecord":
+        return cls.for_spec(
+            spec, send_ns, end_ns, worker, error=("cancelled", "run stopped while the request was in flight")
         )
 
 

@@ -153,13 +153,7 @@ def _entry_rows(key: str, e: "MasterEntry", runners: "RunnerConfig", opts: _Opts
                 if not e.multinode:
                     out.extend(_fixed_sn(key, e, ss, item.isl, item.osl, mml, exp, router, runner_names, opts))
                     continue
-                if opts.full_sweep:
-                    concs = list_concs(ss.conc_start, ss.conc_end, ss.conc_list, step=opts.step,
-                                       min_conc=opts.min_conc, max_conc=opts.max_conc)
-                else:
-                    concs = list_concs(ss.conc_start, ss.conc_end, ss.conc_list)
-                    if opts.conc is not None:
-                        concs = [c for c in concs if c in opts.conc]
+                concs = _entry_concs(list_concs, ss, opts)
                 if not concs:
                     continue
                 p2p = ss.kv_p2p_transfer or top_p2p
@@ -183,6 +177,19 @@ def _entry_rows(key: str, e: "MasterEntry", runners: "RunnerConfig", opts: _Opts
     return out
 
 
+def _entry_concs(expand: Callable[..., list[int]], ss: Any, opts: _Opts, **sweep_kw: Any) -> list[int]:
+    """A search-space entry's concurrencies by ``expand`` (``fixed_concs``/``list_concs``): in a
+    full sweep with its step and min/max filters (plus ``sweep_kw``), otherwise as configured and
+    narrowed to ``--conc`` (which a full sweep never sets)."""
+    if opts.full_sweep:
+        return expand(ss.conc_start, ss.conc_end, ss.conc_list, step=opts.step,
+                      min_conc=opts.min_conc, max_conc=opts.max_conc, **sweep_kw)
+    concs = expand(ss.conc_start, ss.conc_end, ss.conc_list)
+    if opts.conc is not None:
+        concs = [c for c in concs if c in opts.conc]
+    return concs
+
+
 def _fixed_sn(key: str, e: Any, ss: Any, isl: int, osl: int, mml: int, exp: str,
               router: dict[str, Any] | None, runner_names: list[str], opts: _Opts) -> list[Gen]:
     ep = ss.ep if ss.ep is not None else 1
@@ -191,12 +198,7 @@ def _fixed_sn(key: str, e: Any, ss: Any, isl: int, osl: int, mml: int, exp: str,
             return []
         if opts.max_ep is not None and ep > opts.max_ep:
             ep = opts.max_ep
-        concs = fixed_concs(ss.conc_start, ss.conc_end, ss.conc_list, step=opts.step,
-                            min_conc=opts.min_conc, max_conc=opts.max_conc)
-    else:
-        concs = fixed_concs(ss.conc_start, ss.conc_end, ss.conc_list)
-        if opts.conc is not None:
-            concs = [c for c in concs if c in opts.conc]
+    concs = _entry_concs(fixed_concs, ss, opts)
     out = []
     for c in concs:
         for runner in runner_names:
@@ -215,13 +217,7 @@ def _fixed_sn(key: str, e: Any, ss: Any, isl: int, osl: int, mml: int, exp: str,
 
 def _agentic(key: str, e: Any, ag: Any, ss: Any, runners: "RunnerConfig", runner_names: list[str],
              opts: _Opts, top_p2p: str | None) -> list[Gen]:
-    if opts.full_sweep:
-        concs = list_concs(ss.conc_start, ss.conc_end, ss.conc_list, step=opts.step,
-                           min_conc=opts.min_conc, max_conc=opts.max_conc, fabricate=False)
-    else:
-        concs = list_concs(ss.conc_start, ss.conc_end, ss.conc_list)
-    if opts.conc is not None:
-        concs = [c for c in concs if c in opts.conc]
+    concs = _entry_concs(list_concs, ss, opts, fabricate=False)
     if not concs:
         return []
     backend = _component(ss.kv_offload_backend)

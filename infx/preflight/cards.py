@@ -14,8 +14,9 @@ or datasheet carries ``estimate: true`` and a ``note`` saying where it came from
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -294,6 +295,30 @@ def load_hardware_card(path: str | Path) -> HardwareCard:
     return card
 
 
+_C = TypeVar("_C", bound=_Card)
+
+
+def _load_kind(
+    folder: Path, kind: str, load: Callable[[Path], _C], key: Callable[[_C], str], diags: list[Diagnostic], files: dict[str, str]
+) -> dict[str, _C]:
+    """Every ``*.y*ml`` card in ``folder`` by its key (file order); each load error or repeated key
+    goes to ``diags``, each card's file to ``files["KIND:KEY"]``."""
+    cards: dict[str, _C] = {}
+    for path in sorted(folder.glob("*.y*ml")):
+        try:
+            card = load(path)
+        except InfxError as exc:
+            diags.extend(exc.diagnostics)
+            continue
+        name = key(card)
+        if name in cards:
+            diags.append(Diagnostic(f"{kind} card '{name}' already defined in {files[f'{kind}:{name}']}", str(path), 1, 1))
+            continue
+        cards[name] = card
+        files[f"{kind}:{name}"] = str(path)
+    return cards
+
+
 def load_cards(cards_dir: str | Path | None = None) -> CardSet:
     """Load ``models/*.yaml`` and ``hardware/*.yaml`` under ``cards_dir`` (default: the repo's
     ``cards/``). Every bad card is reported, not only the first."""
@@ -301,31 +326,9 @@ def load_cards(cards_dir: str | Path | None = None) -> CardSet:
     if not root.is_dir():
         raise InfxError(Diagnostic(f"cards directory '{root}' does not exist", str(root)))
     diags: list[Diagnostic] = []
-    models: dict[str, ModelCard] = {}
-    hardware: dict[str, HardwareCard] = {}
     files: dict[str, str] = {}
-    for path in sorted((root / "models").glob("*.y*ml")):
-        try:
-            mc = load_model_card(path)
-        except InfxError as exc:
-            diags.extend(exc.diagnostics)
-            continue
-        if mc.model_prefix in models:
-            diags.append(Diagnostic(f"model card '{mc.model_prefix}' already defined in {files['model:' + mc.model_prefix]}", str(path), 1, 1))
-            continue
-        models[mc.model_prefix] = mc
-        files["model:" + mc.model_prefix] = str(path)
-    for path in sorted((root / "hardware").glob("*.y*ml")):
-        try:
-            hc = load_hardware_card(path)
-        except InfxError as exc:
-            diags.extend(exc.diagnostics)
-            continue
-        if hc.name in hardware:
-            diags.append(Diagnostic(f"hardware card '{hc.name}' already defined in {files['hardware:' + hc.name]}", str(path), 1, 1))
-            continue
-        hardware[hc.name] = hc
-        files["hardware:" + hc.name] = str(path)
+    models = _load_kind(root / "models", "model", load_model_card, lambda c: c.model_prefix, diags, files)
+    hardware = _load_kind(root / "hardware", "hardware", load_hardware_card, lambda c: c.name, diags, files)
     if diags:
         raise InfxError(diags)
     # Longest names first, so a token check never lets 'b200' shadow 'gb200'-style names.

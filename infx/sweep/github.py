@@ -20,9 +20,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict
 
-from infx.changelog.buckets import is_agentic, is_multinode, seq_family
+from infx.changelog.buckets import MatrixBuckets, is_agentic, is_multinode, seq_family
 
 Row = dict[str, Any]
 
@@ -30,15 +30,8 @@ Row = dict[str, Any]
 MAX_JOBS_PER_MATRIX = 256
 
 
-class GithubMatrix(BaseModel):
+class GithubMatrix(MatrixBuckets):
     model_config = ConfigDict(extra="forbid")
-
-    single_node: dict[str, list[Row]] = Field(default_factory=dict)
-    multi_node: dict[str, list[Row]] = Field(default_factory=dict)
-    evals: list[Row] = Field(default_factory=list)
-    agentic_evals: list[Row] = Field(default_factory=list)
-    multinode_evals: list[Row] = Field(default_factory=list)
-    multinode_agentic_evals: list[Row] = Field(default_factory=list)
 
     def buckets(self) -> dict[str, list[Row]]:
         """Flat ``bucket path -> rows`` (``single_node.1k1k``, ``evals``...)."""

@@ -13,19 +13,9 @@ from infx.loadgen.http import Target, build_body, make_session, parse_sse, strea
 from infx.loadgen.records import RequestRecord, RequestSpec, read_records, write_records
 from infx.loadgen.testserver import SyntheticServer
 
-EXPECTED = {
-    "ok": None,
-    "http_500": "http_5xx",
-    "http_429": "http_429",
-    "reset": "connection_reset",
-    "malformed": "malformed_sse",
-    "stall": "timeout_stall",
-    "trickle": "timeout_total",
-    "no_finish": "incomplete_stream",
-    "error_event": "stream_error",
-    "empty": "empty_output",
-    "double_finish": "protocol_error",
-}
+from .faults import FAULT_CLASSES
+
+EXPECTED = {"ok": None, **FAULT_CLASSES}
 
 
 @pytest.fixture(autouse=True, params=["msgspec", "json", "plain-reader"])

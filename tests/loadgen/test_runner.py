@@ -19,18 +19,7 @@ from infx.loadgen.runner import execute, run_bench
 from infx.loadgen.testserver import FAULTS, SyntheticServer
 from infx.metrics.result import BenchResult
 
-FAULT_CLASSES = {
-    "http_500": "http_5xx",
-    "http_429": "http_429",
-    "reset": "connection_reset",
-    "malformed": "malformed_sse",
-    "stall": "timeout_stall",
-    "trickle": "timeout_total",
-    "no_finish": "incomplete_stream",
-    "error_event": "stream_error",
-    "empty": "empty_output",
-    "double_finish": "protocol_error",
-}
+from .faults import FAULT_CLASSES
 
 
 def _cfg(url: str, tokenizer_dir: Path, **kw) -> BenchConfig:
