@@ -199,7 +199,24 @@ def predict_kv_capacity(point: Point, launch: LaunchLike, cards: CardSet | None 
     hw = cards.hardware_for_runner(point.runner)
     settings = settings_for(point, launch, cards, hw)
     report = check_memory(point, settings, cards.model_for(point.model_prefix), hw, node_facts(runners, point.runner))
-    return report.kv_tokens
+    if report.kv_tokens is None or settings.engine != "vllm" or not settings.max_model_len.value:
+        return report.kv_tokens
+    block = settings.args.get("block-size")
+    block_size = int(block) if isinstance(block, str) and block.isdigit() else VLLM_DEFAULT_BLOCK[settings.device_kind]
+    return vllm_reported_kv_tokens(report.kv_tokens, int(settings.max_model_len.value), block_size)
 
 
-__all__ = ["PreflightOptions", "preflight_points", "predict_kv_capacity", "node_facts"]
+#: vLLM's default KV block size (tokens per page): 128 on CPU (seen in vllm:cache_config_info), 16 on GPUs.
+VLLM_DEFAULT_BLOCK = {"cpu": 128, "gpu": 16}
+
+
+def vllm_reported_kv_tokens(pool_tokens: int, max_model_len: int, block_size: int) -> int:
+    """The capacity vLLM logs ("KV cache size: N tokens"): whole blocks in the pool divided by the
+    whole blocks one max-length request occupies, times max_model_len. Equals the pool when
+    max_model_len is a multiple of the block size; less otherwise (576 tokens take 5 blocks of 128)."""
+    num_blocks = pool_tokens // block_size
+    blocks_per_request = -(-max_model_len // block_size)
+    return int(num_blocks / blocks_per_request * max_model_len)
+
+
+__all__ = ["PreflightOptions", "preflight_points", "predict_kv_capacity", "node_facts", "vllm_reported_kv_tokens"]

