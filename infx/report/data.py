@@ -74,6 +74,8 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
     if manifest is None:
         raise InfxError(Diagnostic(f"run {run_id!r} is not in {store.path} (runs: {', '.join(store.run_ids()) or 'none'})"))
     baseline_manifest = None
+    if baseline is None and manifest.baseline_run and store.manifest(manifest.baseline_run) is not None:
+        baseline = manifest.baseline_run  # the run names its own baseline (infx run --baseline-run)
     if baseline is not None:
         baseline_manifest = store.manifest(baseline)
         if baseline_manifest is None:

@@ -75,9 +75,17 @@ def register(app: typer.Typer) -> None:
         partition: Optional[str] = typer.Option(None, "--partition", help="slurm partition"),
         time_limit: Optional[str] = typer.Option(None, "--time", help="slurm time limit per job"),
         max_parallel: Optional[int] = typer.Option(None, "--max-parallel", help="slurm: array throttle (%K)."),
+        pr_number: Optional[int] = typer.Option(None, "--pr-number", help="Mark the run unofficial: measured "
+                                                "for this pull request (reports show a banner)."),
+        pr_branch: Optional[str] = typer.Option(None, "--pr-branch", help="Mark the run unofficial: measured "
+                                                "for this branch."),
+        baseline_run: Optional[str] = typer.Option(None, "--baseline-run", help="Run id this run is compared "
+                                                   "with in reports (e.g. the official run)."),
+        description: str = typer.Option("", "--description", help="Free text stored in the run manifest."),
     ) -> None:
         """Measure catalog points: group by launch, launch once per group, resume what is done."""
         from infx.diagnostics import Diagnostic, InfxError
+        from infx.results.layout import PullRequest
         from infx.sweep.driver import (
             ChangelogSelection,
             LoadProfile,
@@ -115,6 +123,8 @@ def register(app: typer.Typer) -> None:
             changelog=selection, config_keys=list(config_keys or []), evals=evals, conc=list(conc) if conc else None, results=str(results), run_id=run_id,  # type: ignore[arg-type]
             recipes=str(recipes) if recipes else None, backend=backend, fail_fast=fail_fast,  # type: ignore[arg-type]
             rerun_failed=rerun_failed, ready_timeout=ready_timeout, max_error_rate=max_error_rate,
+            pr=PullRequest(number=pr_number, branch=pr_branch) if pr_number is not None or pr_branch else None,
+            baseline_run=baseline_run, description=description,
             preflight=preflight, load=LoadProfile(
                 prompts_per_conc=prompts_per_conc, agentic_traces=str(agentic_traces.resolve()) if agentic_traces
                 else None, agentic_duration_s=agentic_duration))

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from infx.atomic import write_text
 from infx.diagnostics import Diagnostic, InfxError
 from infx.matrix.point import Point
+from infx.results.layout import PullRequest
 from infx.sweep.executors import EngineStarter, LaunchGroup, PointMeasurer
 from infx.sweep.grouping import group_points
 from infx.sweep.layout import RunDir
@@ -92,6 +93,9 @@ class RunRequest(BaseModel):
     load: LoadProfile = Field(default_factory=LoadProfile)
     changelog: ChangelogSelection | None = None  # select the points from a changelog change instead of keys
     conc: list[int] | None = None  # keep only these concurrencies (the matrix stage's --conc filter)
+    pr: PullRequest | None = None  # set: an unofficial (pull request) run, bannered in reports
+    baseline_run: str | None = None  # the run this one is compared with in reports
+    description: str = ""
 
 
 class PlannedGroup(BaseModel):
@@ -312,6 +316,9 @@ def start_invocation(prep: Prepared, gpus_per_node: dict[str, int] | None = None
         m = new_manifest(prep.run_id, config_files=prep.request.config_files, recipes=prep.request.recipes
                          or default_recipes_dir(), config_keys=prep.request.config_keys,
                          images=[p.image for p in prep.points], gpus_per_node=gpus_per_node, previous=prev)
+        req = prep.request
+        m = m.model_copy(update={"official": req.pr is None, "pr": req.pr, "baseline_run": req.baseline_run,
+                                 "description": req.description or m.description})
         rd.results.write_manifest(m)
 
 

@@ -138,3 +138,12 @@ def test_report_of_a_run_without_measurements_or_node_sizes(tmp_path: Path) -> N
     assert res.exit_code == 0, res.output
     text = out.read_text()
     assert "No measured points in this run." in text and "oops" in text
+
+
+def test_pr_run_is_compared_with_the_baseline_its_manifest_names(seed_results: ResultsDir, tmp_path: Path) -> None:
+    """Without --baseline, a run that records `baseline_run` (infx run --baseline-run) is compared with it."""
+    out = tmp_path / "pr.html"
+    res = CliRunner().invoke(_app(), ["report", str(seed_results.root), "-o", str(out), "--run", "pr-1234"])
+    assert res.exit_code == 0, res.output
+    text = out.read_text()
+    assert 'id="unofficial-banner"' in text and 'id="baseline-comparison"' in text

@@ -83,6 +83,22 @@ def test_gate_reject_never_destroys_an_earlier_result(tmp_path):
     assert prep.run_dir.read_manifest().started_at == first_start  # resuming keeps the first start
 
 
+def test_pull_request_run_is_marked_unofficial_with_its_baseline(tmp_path):
+    """`infx run --pr-number N --baseline-run R` reaches the manifest that drives the report banner."""
+    from infx.results.layout import PullRequest
+
+    pts = [make_point("a", 1, 1)]
+    prep = prepare(_req(tmp_path / "pr", pr=PullRequest(number=3326), baseline_run="official",
+                        description="TP=2 arm"), points=pts, render=_render)
+    run_local(prep, FakeStarter(), FakeMeasurer())
+    m = prep.run_dir.read_manifest()
+    assert not m.official and m.pr is not None and m.pr.number == 3326
+    assert m.baseline_run == "official" and m.description == "TP=2 arm"
+    plain = prepare(_req(tmp_path / "official"), points=pts, render=_render)
+    run_local(plain, FakeStarter(), FakeMeasurer())
+    assert plain.run_dir.read_manifest().official and plain.run_dir.read_manifest().pr is None
+
+
 def test_status_reports_each_state(tmp_path):
     pts = [make_point("a", 1, c) for c in (1, 2)] + [make_point("b", 1, 1), make_point("c", 1, 1)]
     groups = group_points(pts)
