@@ -117,6 +117,8 @@ def compare_frontiers(
                 notes.append(f"no value for {label}: outside its measured range"
                              + (f" {_fmt(f.lo)}-{_fmt(f.hi)} {x_unit}" if not f.empty else " (no points)"))
         ratio = None if (math.isnan(ya) or math.isnan(yb) or yb == 0) else ya / yb
+        if yb == 0 and not math.isnan(ya):
+            notes.append("no ratio: both are 0" if ya == 0 else f"ratio unbounded: {b_label} is 0")
         ladder.append(LadderEntry(x=t, a=None if math.isnan(ya) else ya, b=None if math.isnan(yb) else yb,
                                   ratio=ratio, note="; ".join(notes)))
 
@@ -139,14 +141,7 @@ def compare_frontiers(
         pa, pb = a.values_at(probes), b.values_at(probes)
         segs: list[tuple[float, float, Winner, float]] = []
         for (s_lo, s_hi), ya, yb in zip(spans, pa.tolist(), pb.tolist()):
-            ratio = ya / yb if yb else math.inf
-            if better_y is Direction.MIN:
-                ratio = 1 / ratio if ratio else math.inf
-            if abs(ratio - 1) <= tie_tolerance:
-                w: Winner = "tie"
-            else:
-                w = "a" if ratio > 1 else "b"
-            segs.append((s_lo, s_hi, w, ratio if w != "b" else 1 / ratio))
+            segs.append((s_lo, s_hi, *_segment_winner(ya, yb, better_y, tie_tolerance)))
         for s_lo, s_hi, w, r in segs:
             if ranges and ranges[-1].winner == w:
                 prev = ranges[-1]
@@ -187,6 +182,21 @@ def compare_frontiers(
                       ranges=ranges, crossovers=crossovers, verdict=verdict)
 
 
+def _segment_winner(ya: float, yb: float, better_y: Direction, tie_tolerance: float) -> tuple[Winner, float]:
+    """Winner of one interval and its winner/loser ratio (>= 1). A zero on one side makes the
+    ratio unbounded (``math.inf``): the other side wins outright; zero on both sides is a tie."""
+    if ya == 0 and yb == 0:
+        return "tie", 1.0
+    if ya == 0 or yb == 0:
+        a_larger = yb == 0
+        a_wins = a_larger if better_y is Direction.MAX else not a_larger
+        return ("a" if a_wins else "b"), math.inf
+    ratio = ya / yb if better_y is Direction.MAX else yb / ya
+    if abs(ratio - 1) <= tie_tolerance:
+        return "tie", ratio
+    return ("a", ratio) if ratio > 1 else ("b", 1 / ratio)
+
+
 def _range_text(rg: VerdictRange, a_label: str, b_label: str, y_label: str, x_unit: str,
                 overlap: tuple[float, float], tie_tolerance: float) -> str:
     lo, hi = overlap
@@ -202,6 +212,11 @@ def _range_text(rg: VerdictRange, a_label: str, b_label: str, y_label: str, x_un
         return f"{a_label} and {b_label} are within {tie_tolerance:.0%} of each other {where}"
     name = a_label if rg.winner == "a" else b_label
     other = b_label if rg.winner == "a" else a_label
+    if math.isinf(rg.ratio_min):
+        return f"{name} wins outright over {other} {where} (ratio unbounded: a {y_label} of 0)"
+    if math.isinf(rg.ratio_max):
+        return (f"{name} gives {rg.ratio_min:.2f}x or more the {y_label} of {other} {where} "
+                f"(ratio unbounded where one side is 0)")
     if abs(rg.ratio_max - rg.ratio_min) < 0.05:
         factor = f"{rg.ratio_min:.2f}x"
     else:

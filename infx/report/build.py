@@ -18,9 +18,10 @@ def write_report(results: str | Path, output: str | Path, *, run_id: str | None 
     from infx.analysis.dataset import gpus_per_node_resolver
     from infx.report.data import load_report_data
     from infx.report.html import main_chart_page, render_report
-    from infx.results.store import Store, locate_results
+    from infx.results.store import Store, locate_results, require_results
 
     root, runs = locate_results(results)
+    require_results(root, runs)
     out = Path(output)
     with Store(root / "infx.db") as store:
         rep = store.ingest_dir(root, runs)

@@ -33,9 +33,10 @@ def _parse_targets(text: str | None) -> list[float] | None:
 def _open_store(results: Path, *, quiet: bool = False):  # type: ignore[no-untyped-def]
     """Ingest RESULTS (idempotent; cheap when nothing changed) and return the open store."""
     from infx.diagnostics import warn
-    from infx.results.store import Store, locate_results
+    from infx.results.store import Store, locate_results, require_results
 
     root, runs = locate_results(results)
+    require_results(root, runs)
     store = Store(root / "infx.db")
     report = store.ingest_dir(root, runs)
     for d in report.problems:

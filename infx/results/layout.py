@@ -166,6 +166,9 @@ class PointStatus(_Model):
     failure_class: str | None = None  # e.g. startup-oom, graph-capture, timeout, infeasible
     log_tail: str = ""
     launch_fingerprint: str | None = None
+    # hash of the load the point was measured with (requests per point, lengths...; see
+    # infx.sweep.driver.LoadProfile.key): resume re-measures a point whose load differs. None: not recorded.
+    load_profile: str | None = None
     startup: StartupSummary | None = None
     started_at: float | None = None
     ended_at: float | None = None

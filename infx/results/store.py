@@ -548,3 +548,12 @@ def locate_results(path: str | Path) -> tuple[Path, list[str] | None]:
     if (p / MANIFEST).is_file() and (p / POINTS).is_dir():
         return p.parent, [p.name]
     return p, None
+
+
+def require_results(root: str | Path, run_ids: list[str] | None = None) -> None:
+    """For the read-only commands (``infx report``/``compare``): refuse, before any database is
+    created, a directory that holds neither a run nor ``infx.db``."""
+    results = ResultsDir(root)
+    if run_ids or results.db_path.is_file() or results.runs():
+        return
+    raise InfxError(Diagnostic(f"{results.root}: no runs (no RUN/{MANIFEST} and no {results.db_path.name})"))

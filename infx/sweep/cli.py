@@ -383,7 +383,8 @@ def _submit_slurm(prep: Any, wait: bool, wait_timeout: float, partition: Optiona
         plan.slurm_jobs[:0] = previous_jobs
         save_plan(rd, plan)
     # gate rejects are recorded now; resumed points are not submitted at all
-    orch = Orchestrator(rd, None, None, SweepOptions(rerun_failed=prep.request.rerun_failed))  # type: ignore[arg-type]
+    opts = SweepOptions(rerun_failed=prep.request.rerun_failed, load_key=prep.request.load.key())
+    orch = Orchestrator(rd, None, None, opts)  # type: ignore[arg-type]
     orch.mark_skipped(prep.rejects)
     todo, summary = orch.plan(prep.groups)
     print(f"slurm: {len(prep.points)} point(s): {len(summary.reused)} already measured, "

@@ -49,6 +49,11 @@ class LoadProfile(BaseModel):
     def num_prompts(self, conc: int) -> int:
         return max(self.min_prompts, conc * self.prompts_per_conc)
 
+    def key(self) -> str:
+        """A short hash of the whole profile, stored in each point's status: resume re-measures a
+        point measured with another load."""
+        return "load-" + hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
 
 class ChangelogSelection(BaseModel):
     """``infx run --changelog``: run exactly what a perf-changelog change selects (the changelog gate's
@@ -335,7 +340,8 @@ def finish_invocation(rd: RunDir) -> None:
 
 def options_of(request: RunRequest, **over: Any) -> SweepOptions:
     opts = SweepOptions(fail_fast=request.fail_fast, rerun_failed=request.rerun_failed,
-                        ready_timeout=request.ready_timeout, max_error_rate=request.max_error_rate)
+                        ready_timeout=request.ready_timeout, max_error_rate=request.max_error_rate,
+                        load_key=request.load.key())
     for k, v in over.items():
         setattr(opts, k, v)
     return opts

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
@@ -143,6 +144,18 @@ class RunDir:
 
     def write_status(self, point_id: str, status: PointStatus) -> None:
         self.results.write_status(self.run_id, point_id, status)
+
+    def clear_status(self, point_id: str) -> None:
+        """Remove ``status.json`` (before a point is measured again: until its new status is written the
+        point reads as never measured, so a result written in between is never trusted under an old status)."""
+        path = self.point_dir(point_id) / STATUS_FILE
+        path.unlink(missing_ok=True)
+        if path.parent.is_dir():
+            fd = os.open(path.parent, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def write_result(self, point_id: str, result: BenchResult) -> None:
         self.results.write_result(self.run_id, point_id, result)

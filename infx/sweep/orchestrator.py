@@ -6,8 +6,12 @@ Rules (issue 5):
 * an engine that dies mid-group fails the point in flight and the group's remaining points;
 * other groups go on; ``fail_fast`` stops *scheduling* new groups after a failure (a ``STOP`` file in the
   run directory, so Slurm jobs that have not started yet see it too) and never kills running work;
-* resume: a point with ``status.json`` ``done``, the same launch fingerprint and a valid ``result.json`` is
-  skipped; failed points are skipped unless ``rerun_failed``; anything else runs;
+* resume: a point with ``status.json`` ``done``, the same launch fingerprint, the same load profile and a valid,
+  complete ``result.json`` of the same point id is skipped; failed points are skipped unless ``rerun_failed``;
+  anything else runs;
+* a point's old ``status.json`` is removed before it is measured again and the new one is written after its
+  ``result.json``: a result is only ever trusted under the status written for it;
+* a result that is incomplete (the load stopped early) or issued no request fails the point;
 * interruption (Ctrl-C / SIGTERM): the engine is stopped, finished points stay, the point in flight leaves no
   status (it runs again next time), every file is written atomically.
 """
@@ -53,6 +57,7 @@ class SweepOptions:
     max_error_rate: float = 0.0  # failed/issued above this fails the point (its result is kept)
     relaunch_per_point: bool = False  # benchmark arm: no launch reuse
     log_tail_lines: int = 40
+    load_key: str | None = None  # LoadProfile.key(): stored in each status; None: load not compared on resume
 
 
 @dataclass
@@ -79,16 +84,26 @@ class SweepSummary:
         self.interrupted = self.interrupted or other.interrupted
 
 
-def decide(run_dir: RunDir, point_id: str, fingerprint: str, rerun_failed: bool = False) -> Decision:
-    """What to do with one point given what is on disk."""
+def decide(run_dir: RunDir, point_id: str, fingerprint: str, rerun_failed: bool = False,
+           load_key: str | None = None) -> Decision:
+    """What to do with one point given what is on disk. ``load_key``: the load profile this sweep
+    measures with (None: not compared)."""
     status = run_dir.read_status(point_id)
-    if status is None or status.launch_fingerprint != fingerprint:
+    if status is None or status.launch_fingerprint != fingerprint or load_changed(status, load_key):
         return "run"
     if status.state == "done":
-        return "done" if run_dir.read_result(point_id) is not None else "run"
+        result = run_dir.read_result(point_id)
+        ok = (result is not None and result.complete and result.metrics.issued > 0
+              and (result.point is None or result.point.get("point-id") == point_id))
+        return "done" if ok else "run"
     if status.state == "failed":
         return "run" if rerun_failed else "failed"
     return "run"  # "skipped" by a gate last time: the gate decides again
+
+
+def load_changed(status: PointStatus, load_key: str | None) -> bool:
+    """The point was measured (or failed) under another load profile, or one not recorded."""
+    return load_key is not None and status.state != "skipped" and status.load_profile != load_key
 
 
 Emit = Callable[[ev.Event], None]
@@ -119,10 +134,16 @@ class Orchestrator:
         """Drop points that need no work; returns the groups left to run (possibly with fewer points)."""
         summary = SweepSummary()
         todo: list[LaunchGroup] = []
+        reload: list[str] = []
         for group in groups:
             keep: list[Point] = []
             for point in group.points:
-                d = decide(self.run_dir, point.point_id, group.fingerprint, self.options.rerun_failed)
+                st = self.run_dir.read_status(point.point_id)
+                if (st is not None and st.launch_fingerprint == group.fingerprint
+                        and load_changed(st, self.options.load_key)):
+                    reload.append(point.point_id)
+                d = decide(self.run_dir, point.point_id, group.fingerprint, self.options.rerun_failed,
+                           self.options.load_key)
                 if d == "done":
                     summary.reused.append(point.point_id)
                 elif d == "failed":
@@ -131,6 +152,9 @@ class Orchestrator:
                     keep.append(point)
             if keep:
                 todo.append(LaunchGroup(group.fingerprint, keep, group.engine, group.image, group.argv, group.launch))
+        if reload:
+            self.emit(ev.Note(f"{len(reload)} point(s) were measured with another load profile (requests per "
+                              f"point, lengths; or one not recorded): measuring again: {', '.join(reload)}"))
         return todo, summary
 
     def mark_skipped(self, rejects: dict[str, tuple[Point, str, str]]) -> list[str]:
@@ -261,6 +285,8 @@ class Orchestrator:
         pid = point.point_id
         pdir = self.run_dir.point_dir(pid)
         pdir.mkdir(parents=True, exist_ok=True)
+        # a result written from here on must never be trusted under the point's earlier status
+        self.run_dir.clear_status(pid)
         self.emit(ev.PointStarted(pid, min(point.concs)))
         started = time.time()
         log_from = engine.log_size()
@@ -294,14 +320,26 @@ class Orchestrator:
         m = result.metrics
         err_rate = (m.failed / m.issued) if m.issued else 1.0
         warn = "; ".join(f"{c.name}: {c.detail}" for c in result.checks if c.status != "ok")
-        if m.issued == 0 or err_rate > self.options.max_error_rate:
+        if not result.complete:
+            agentic = result.extra.get("agentic")
+            why = (agentic.get("abort_reason") if isinstance(agentic, dict) else None) or warn
+            detail = (f"incomplete result: the load stopped early after {m.issued} request(s)"
+                      + (f" ({why})" if why else ""))
+            self._fail(point, group, "incomplete", detail, excerpt[-4000:], summary, started=started, facts=facts)
+            return None
+        if m.issued == 0:
+            self._fail(point, group, "no-requests", "no request was issued: nothing was measured",
+                       excerpt[-4000:], summary, started=started, facts=facts)
+            return None
+        if err_rate > self.options.max_error_rate:
             detail = f"{m.failed}/{m.issued} requests failed ({err_rate:.1%} > {self.options.max_error_rate:.1%})"
             if m.error_classes:
                 detail += " " + ", ".join(f"{k}={v}" for k, v in sorted(m.error_classes.items()))
             self._fail(point, group, "error-rate", detail, excerpt[-4000:], summary, started=started, facts=facts)
             return None
         self.run_dir.write_status(pid, PointStatus(state="done", reason=warn, launch_fingerprint=group.fingerprint,
-                                                   startup=facts, started_at=started, ended_at=time.time()))
+                                                   load_profile=self.options.load_key, startup=facts,
+                                                   started_at=started, ended_at=time.time()))
         summary.done.append(pid)
         t = m.throughput
         self.emit(ev.PointFinished(pid, "done", None, t.request_per_s, t.output_tok_per_s))
@@ -313,7 +351,8 @@ class Orchestrator:
         """``reason`` is the classified failure (``failure_class``); ``detail`` the human-readable reason."""
         self.run_dir.write_status(point.point_id, PointStatus(
             state="failed", reason=detail or reason, failure_class=reason, log_tail=tail[-8000:],
-            launch_fingerprint=group.fingerprint, startup=facts, started_at=started or time.time(),
+            launch_fingerprint=group.fingerprint, load_profile=self.options.load_key, startup=facts,
+            started_at=started or time.time(),
             ended_at=time.time()))
         summary.failed.append(point.point_id)
         self.emit(ev.PointFinished(point.point_id, "failed", reason))

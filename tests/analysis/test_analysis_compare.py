@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from infx.analysis.compare import compare_arms, compare_frontiers, compare_runs
@@ -10,7 +12,7 @@ from infx.analysis.dataset import (
     load_measured,
     match_arm,
 )
-from infx.analysis.frontier import StepFrontier
+from infx.analysis.frontier import Direction, StepFrontier
 from infx.diagnostics import InfxError
 from infx.results.layout import ResultsDir
 from infx.results.store import Store
@@ -166,3 +168,44 @@ def test_gpus_per_node_from_runners_yaml_and_override(seed_results: ResultsDir, 
         assert resolve("pr-1234", "cluster:x") == 4  # else runners.yaml
         assert resolve("pr-1234", "elsewhere") is None
         assert gpus_per_node_resolver(st, override=2)("pr-1234", "cluster:mi355x-amds") == 2
+
+
+def test_zero_on_both_sides_is_a_tie() -> None:
+    a = StepFrontier.build([10, 20], [0, 0])
+    b = StepFrontier.build([10, 20], [0, 0])
+    c = compare_frontiers(a, b, a_label="A", b_label="B", at=[15])
+    assert [r.winner for r in c.ranges] == ["tie"] and c.crossovers == []
+    assert c.ladder[0].ratio is None and "both are 0" in c.ladder[0].note
+
+
+def test_zero_on_one_side_loses_with_unbounded_ratio() -> None:
+    # B's frontier is 0 throughout: A wins, ratio unbounded (no division by the ratio)
+    a = StepFrontier.build([10, 20], [1000, 500])
+    b = StepFrontier.build([10, 20], [0, 0])
+    c = compare_frontiers(a, b, a_label="A", b_label="B", at=[15])
+    assert [(r.winner, r.ratio_min) for r in c.ranges] == [("a", math.inf)]
+    assert "A wins outright over B" in c.verdict[0] and "unbounded" in c.verdict[0]
+    assert c.ladder[0].ratio is None and "ratio unbounded: B is 0" in c.ladder[0].note
+    # A's frontier is 0 throughout: B wins (before the fix: "a wins" at ratio inf)
+    c = compare_frontiers(b, a, a_label="B0", b_label="A1", at=[15])
+    assert [(r.winner, r.ratio_min) for r in c.ranges] == [("b", math.inf)]
+    assert c.ladder[0].ratio == 0
+
+
+def test_zero_with_lower_is_better_axis() -> None:
+    # lower y wins: a y of 0 is the unbounded winner
+    a = StepFrontier.build([10, 20], [0, 0], y_dir=Direction.MIN)
+    b = StepFrontier.build([10, 20], [5, 5], y_dir=Direction.MIN)
+    c = compare_frontiers(a, b, a_label="A", b_label="B")
+    assert [(r.winner, r.ratio_max) for r in c.ranges] == [("a", math.inf)]
+    c = compare_frontiers(b, a, a_label="B", b_label="A")
+    assert [(r.winner, r.ratio_max) for r in c.ranges] == [("b", math.inf)]
+
+
+def test_zero_in_part_of_the_range_keeps_finite_ratios_elsewhere() -> None:
+    a = StepFrontier.build([10, 20, 40], [4000, 2400, 400])
+    b = StepFrontier.build([10, 20, 40], [2000, 1200, 0])
+    c = compare_frontiers(a, b, a_label="A", b_label="B")
+    (rg,) = c.ranges
+    assert rg.winner == "a" and rg.ratio_min == pytest.approx(2.0) and math.isinf(rg.ratio_max)
+    assert "2.00x or more" in rg.text

@@ -67,6 +67,18 @@ def test_unknown_run_is_a_one_line_error(seed_results: ResultsDir, tmp_path: Pat
     assert "run 'nope' is not in" in res.output and "Traceback" not in res.output
 
 
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_read_only_commands_leave_an_empty_directory_alone(command: str, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    args = [command, str(empty)] + (["-o", str(tmp_path / "r.html")] if command == "report" else [])
+    res = CliRunner().invoke(_app(), args)
+    assert res.exit_code == 2
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and "no runs" in lines[0] and "Traceback" not in res.output
+    assert list(empty.iterdir()) == []  # no infx.db created
+
+
 def test_compare_cli_text_and_json(seed_results: ResultsDir) -> None:
     import json
 

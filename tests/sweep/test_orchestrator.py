@@ -6,11 +6,13 @@ import json
 
 import pytest
 
+from infx.sweep import events
+from infx.sweep.executors import LaunchGroup
 from infx.sweep.grouping import group_points
 from infx.sweep.layout import RunDir
 from infx.sweep.orchestrator import Orchestrator, SweepOptions, decide
 
-from .fakes import FakeMeasurer, FakeStarter, make_point
+from .fakes import FakeMeasurer, FakeStarter, make_point, make_result
 
 
 def two_groups():
@@ -203,3 +205,128 @@ def test_gate_rejects_are_skipped_without_launch(tmp_path):
     o.mark_skipped({p.point_id: (p, groups[0].fingerprint, "preflight:kv-fit: KV cache does not fit")})
     st = RunDir(tmp_path / "run1").read_status(p.point_id)
     assert st.state == "skipped" and st.failure_class == "preflight:kv-fit" and starter.started == []
+
+
+# ----------------------------------------------------------------- resume trusts only what it can prove
+
+
+class Scripted(FakeMeasurer):
+    """Returns ``result`` (a BenchResult factory) for every point; ``out_tok_s`` marks whose result it is."""
+
+    def __init__(self, result=None, out_tok_s: float = 100.0):
+        super().__init__()
+        self.result, self.out_tok_s = result, out_tok_s
+
+    def measure(self, point, engine, point_dir, progress=None):
+        self.measured.append(point.point_id)
+        engine._log(f"serving {point.point_id}\n")
+        if self.result is not None:
+            return self.result(point)
+        return make_result(out_tok_s=self.out_tok_s).model_copy(update={"point": point.to_row()})
+
+
+def one_point_group(fp: str):
+    return [LaunchGroup(fp, [make_point("a", 1, 1)])]
+
+
+def test_result_written_under_another_fingerprint_before_a_kill_is_not_reused(tmp_path):
+    rd = RunDir(tmp_path / "run1")
+    o, _, _, _ = orch(tmp_path, measurer=Scripted(out_tok_s=111.0))
+    assert o.run(one_point_group("fpA")).done == ["a-tp1-c1"]
+    # re-measured under fingerprint B, killed after result.json and before status.json
+    o2, _, _, _ = orch(tmp_path, measurer=Scripted(out_tok_s=222.0))
+    real_write_status = rd.write_status
+
+    def killed(pid, status):
+        if status.state == "done":
+            raise KeyboardInterrupt
+        real_write_status(pid, status)
+
+    o2.run_dir.write_status = killed  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        o2.run(one_point_group("fpB"))
+    assert rd.read_result("a-tp1-c1").metrics.throughput.output_tok_per_s == 222.0  # B's result is on disk
+    # back to A: A's status must not vouch for B's result
+    assert decide(rd, "a-tp1-c1", "fpA") == "run"
+    assert decide(rd, "a-tp1-c1", "fpB") == "run"
+    o3, _, m3, _ = orch(tmp_path, measurer=Scripted(out_tok_s=333.0))
+    o3.run(one_point_group("fpA"))
+    assert m3.measured == ["a-tp1-c1"] and rd.read_status("a-tp1-c1").launch_fingerprint == "fpA"
+
+
+def test_result_of_another_point_is_not_reused(tmp_path):
+    rd = RunDir(tmp_path / "run1")
+    o, _, _, _ = orch(tmp_path, measurer=Scripted())
+    o.run(one_point_group("fpA"))
+    assert decide(rd, "a-tp1-c1", "fpA") == "done"
+    other = make_result().model_copy(update={"point": make_point("z", 1, 1).to_row()})
+    rd.write_result("a-tp1-c1", other)
+    assert decide(rd, "a-tp1-c1", "fpA") == "run"
+
+
+def test_incomplete_result_fails_the_point_with_a_reason(tmp_path):
+    def incomplete(point):
+        r = make_result(issued=5)
+        return r.model_copy(update={"complete": False, "point": point.to_row(),
+                                    "extra": {"agentic": {"stopped_by": "error_rate",
+                                                          "abort_reason": "error rate 40% over 3 requests"}}})
+
+    o, _, _, _ = orch(tmp_path, measurer=Scripted(incomplete))
+    s = o.run(one_point_group("fpA"))
+    assert s.failed == ["a-tp1-c1"] and s.done == []
+    st = RunDir(tmp_path / "run1").read_status("a-tp1-c1")
+    assert st.state == "failed" and st.failure_class == "incomplete"
+    assert "stopped early" in st.reason and "error rate 40%" in st.reason
+
+
+def test_result_without_requests_fails_the_point(tmp_path):
+    o, _, _, _ = orch(tmp_path, measurer=Scripted(lambda p: make_result(issued=0).model_copy(
+        update={"point": p.to_row()})))
+    s = o.run(one_point_group("fpA"))
+    assert s.failed == ["a-tp1-c1"]
+    st = RunDir(tmp_path / "run1").read_status("a-tp1-c1")
+    assert st.failure_class == "no-requests" and "no request was issued" in st.reason
+
+
+def test_done_status_with_an_incomplete_result_is_remeasured(tmp_path):
+    rd = RunDir(tmp_path / "run1")
+    o, _, _, _ = orch(tmp_path, measurer=Scripted())
+    o.run(one_point_group("fpA"))
+    rd.write_result("a-tp1-c1", rd.read_result("a-tp1-c1").model_copy(update={"complete": False}))
+    assert decide(rd, "a-tp1-c1", "fpA") == "run"
+
+
+def test_changed_load_profile_remeasures_and_says_so(tmp_path):
+    rd = RunDir(tmp_path / "run1")
+    o, _, _, _ = orch(tmp_path, load_key="load-1")
+    o.run(two_groups())
+    assert rd.read_status("a-tp1-c1").load_profile == "load-1"
+    o2, _, m2, _ = orch(tmp_path, load_key="load-1")
+    assert len(o2.run(two_groups()).reused) == 6 and m2.measured == []
+    o3, _, m3, ev3 = orch(tmp_path, load_key="load-2")
+    s3 = o3.run(two_groups())
+    assert len(m3.measured) == 6 and s3.reused == [] and rd.read_status("a-tp1-c1").load_profile == "load-2"
+    notes = [e.message for e in ev3 if isinstance(e, events.Note)]
+    assert any("another load profile" in n and "a-tp1-c1" in n for n in notes)
+    assert decide(rd, "a-tp1-c1", two_groups()[0].fingerprint, load_key="load-1") == "run"
+
+
+def test_status_without_a_load_profile_is_remeasured_when_one_is_set(tmp_path):
+    rd = RunDir(tmp_path / "run1")
+    o, _, _, _ = orch(tmp_path)  # no load key: none recorded (as an older infx wrote it)
+    o.run(two_groups())
+    assert rd.read_status("a-tp1-c1").load_profile is None
+    fp = two_groups()[0].fingerprint
+    assert decide(rd, "a-tp1-c1", fp) == "done"
+    assert decide(rd, "a-tp1-c1", fp, load_key="load-1") == "run"
+
+
+def test_load_profile_key_follows_the_requests_per_point():
+    from infx.sweep.driver import LoadProfile, RunRequest, options_of
+
+    assert LoadProfile().key() == LoadProfile().key()
+    assert LoadProfile(prompts_per_conc=3).key() != LoadProfile().key()
+    assert LoadProfile(max_isl=32).key() != LoadProfile().key()
+    req = RunRequest(config_files=[], runner_config="r.yaml", config_keys=[], results="out",
+                     load=LoadProfile(prompts_per_conc=3))
+    assert options_of(req).load_key == LoadProfile(prompts_per_conc=3).key()
