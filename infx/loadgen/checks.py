@@ -17,20 +17,33 @@ CLOSED_LAG_WARN_MS = 2.0  # slot freed -> request sent, p99
 OPEN_LAG_WARN_MS = 10.0  # scheduled -> sent, p99
 
 
-def check_accounting(records: Sequence[RequestRecord], metrics: Metrics) -> Check:
+def check_accounting(records: Sequence[RequestRecord], metrics: Metrics, issued: int | None = None) -> Check:
+    """Every measured request the driver issued (``issued``: its counter, warmup excluded) came
+    back as exactly one record, counted once as completed or failed. Without ``issued`` only the
+    records' own consistency can be checked (a lost record goes unseen)."""
     measured = [r for r in records if not r.warmup]
     n_ok = sum(1 for r in measured if r.ok)
     n_fail = len(measured) - n_ok
     ids = [r.request_id for r in measured]
     dup = len(ids) - len(set(ids))
-    if n_ok + n_fail != metrics.issued or metrics.completed != n_ok or metrics.failed != n_fail or dup:
+    expected = len(measured) if issued is None else issued
+    if (
+        n_ok + n_fail != expected
+        or metrics.issued != expected
+        or metrics.completed != n_ok
+        or metrics.failed != n_fail
+        or dup
+    ):
+        lost = expected - len(measured)
         return Check(
             name="accounting",
             status="fail",
-            detail=f"completed {metrics.completed} + failed {metrics.failed} != issued {metrics.issued}"
+            detail=f"completed {metrics.completed} + failed {metrics.failed} != issued {expected}"
+            + (f"; {lost} issued requests without a record" if lost > 0 else "")
+            + (f"; {-lost} records more than issued requests" if lost < 0 else "")
             + (f"; {dup} duplicate request ids" if dup else ""),
         )
-    return Check(name="accounting", status="ok", detail=f"completed {n_ok} + failed {n_fail} = issued {len(measured)}")
+    return Check(name="accounting", status="ok", detail=f"completed {n_ok} + failed {n_fail} = issued {expected}")
 
 
 def check_failures(metrics: Metrics) -> Check:
@@ -174,9 +187,11 @@ def run_checks(
     open_loop: bool = False,
     capped: bool = True,
     client_cpu: float | None = None,
+    issued: int | None = None,
 ) -> list[Check]:
+    """``issued``: the driver's count of measured requests sent (checked against the records)."""
     return [
-        check_accounting(records, metrics),
+        check_accounting(records, metrics, issued),
         check_failures(metrics),
         check_output_lengths(records),
         check_first_token(records),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from infx.loadgen.records import Endpoint
 from infx.loadgen.source import Arrival
@@ -51,6 +52,11 @@ class BenchConfig(BaseModel):
     out_dir: str | None = None
     progress: bool = True
 
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, v: str) -> str:
+        return check_base_url(v)
+
     @model_validator(mode="after")
     def _shape(self) -> "BenchConfig":
         if self.request_rate is not None and math.isinf(self.request_rate):
@@ -78,6 +84,23 @@ class BenchConfig(BaseModel):
         if self.num_prompts is not None:
             return self.num_prompts
         return 10 * (self.concurrency or 10)  # the reference client's CONC*10
+
+
+def check_base_url(url: str) -> str:
+    """``url`` if it is an http(s) server root with a host (and a numeric port, if any); else
+    ``ValueError`` saying what is wrong."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # ValueError for a non-numeric or out-of-range port
+    except ValueError as exc:
+        raise ValueError(f"bad --base-url {url!r}: {exc}") from None
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"bad --base-url {url!r}: give http://HOST[:PORT] or https://HOST[:PORT]")
+    if not parts.hostname:
+        raise ValueError(f"bad --base-url {url!r}: no host")
+    if port == 0:
+        raise ValueError(f"bad --base-url {url!r}: port 0")
+    return url
 
 
 def parse_warmup(text: str | None) -> tuple[int, float]:

@@ -22,6 +22,7 @@ class Counters:
     """Live progress, read by the progress display (plain ints: one writer, the loop)."""
 
     issued: int = 0
+    issued_measured: int = 0  # issued, warmup requests excluded (what the accounting check expects)
     completed: int = 0
     failed: int = 0
     output_tokens: int = 0
@@ -59,6 +60,7 @@ async def drive(
         for _ in range(cap):
             slots.put_nowait(t0)
     inflight: set[asyncio.Task[None]] = set()
+    unstarted: dict[asyncio.Task[None], RequestSpec] = {}  # cancelled before its first step: no record yet
 
     def finish(rec: RequestRecord) -> None:
         records.append(rec)
@@ -68,12 +70,15 @@ async def drive(
             on_record(rec)
 
     async def one(spec: RequestSpec) -> None:
+        unstarted.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
         send_ns = _now()
         try:
             rec = await stream_request(session, spec, target, worker=worker)
         except asyncio.CancelledError:
-            finish(RequestRecord.cancelled(spec, send_ns, _now(), worker))
-            return
+            rec = RequestRecord.cancelled(spec, send_ns, _now(), worker)
+        except Exception as exc:  # noqa: BLE001 - an issued request always ends as a record
+            msg = f"{type(exc).__name__}: {exc}"
+            rec = RequestRecord.for_spec(spec, send_ns, _now(), worker, error=("client_error", msg[:300]))
         finally:
             if slots is not None:
                 slots.put_nowait(_now())
@@ -90,7 +95,10 @@ async def drive(
             if spec.intended_send_ns is None:
                 spec.intended_send_ns = t_free if t_free is not None else _now()
             counters.issued += 1
+            if not spec.warmup:
+                counters.issued_measured += 1
             task = asyncio.create_task(one(spec))
+            unstarted[task] = spec
             inflight.add(task)
             task.add_done_callback(inflight.discard)
         while inflight:
@@ -100,6 +108,10 @@ async def drive(
             task.cancel()
         if inflight:
             await asyncio.wait(list(inflight))
+        for spec in unstarted.values():
+            now = _now()
+            finish(RequestRecord.cancelled(spec, now, now, worker))
+        unstarted.clear()
         raise
     finally:
         aclose = getattr(agen, "aclose", None)

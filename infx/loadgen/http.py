@@ -147,6 +147,8 @@ async def stream_request(
         error = ("timeout_stall", f"no data for {target.stall_timeout_s:g} s" + (f" ({exc})" if str(exc) else ""))
     except TimeoutError:
         error = ("timeout_total", f"request exceeded {target.total_timeout_s:g} s")
+    except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as exc:  # ClientErrors, but ours, not the connection's
+        error = ("client_error", _short(f"invalid URL {url!r}: {type(exc).__name__}: {exc}"))
     except aiohttp.ClientConnectorError as exc:
         error = ("connect_error", _short(str(exc)))
     except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError, ConnectionError) as exc:
@@ -293,10 +295,13 @@ def _payload(block: bytes) -> bytes | None:
 
 
 def parse_sse(reads: list[tuple[int, bytes]], rec: RequestRecord) -> tuple[str, str] | None:
-    """Fill ``rec``'s stream fields from the timed raw reads; return an error or ``None``."""
+    """Fill ``rec``'s stream fields from the timed raw reads; return an error or ``None``.
+    Never raises: anything unexpected while parsing the body is the body's fault (``malformed_sse``)."""
     st = _StreamState()
     try:
         return _parse(reads, st)
+    except Exception as exc:  # noqa: BLE001 - a record must always come back
+        return ("malformed_sse", _short(f"cannot parse the stream: {type(exc).__name__}: {exc}"))
     finally:
         st.apply(rec)
 
@@ -531,9 +536,13 @@ def _walk(times: list[int], objs: list[Any], st: _StreamState) -> tuple[str, str
             if usage:
                 pt = usage.get("prompt_tokens")
                 if pt is not None:
+                    if pt.__class__ is not int:
+                        return ("malformed_sse", _short(f"usage.prompt_tokens is not an integer: {pt!r}"))
                     st.prompt_tokens = pt
                 ct = usage.get("completion_tokens")
                 if ct is not None:
+                    if ct.__class__ is not int:
+                        return ("malformed_sse", _short(f"usage.completion_tokens is not an integer: {ct!r}"))
                     st.completion_tokens = ct
             if not choices:
                 continue
@@ -545,9 +554,12 @@ def _walk(times: list[int], objs: list[Any], st: _StreamState) -> tuple[str, str
             else:
                 text = choice.get("text") or ""
                 role_only = False
-            err = count(t, text, role_only, choice.get("finish_reason"), choice.get("token_ids"), ct)
+            token_ids = choice.get("token_ids")
+            if token_ids is not None and token_ids.__class__ is not list:
+                return ("malformed_sse", _short(f"token_ids is not a list: {token_ids!r}"))
+            err = count(t, text, role_only, choice.get("finish_reason"), token_ids, ct)
             if err is not None:
                 return err
-    except (AttributeError, TypeError) as exc:  # a JSON shape we do not understand
-        return ("malformed_sse", _short(f"unexpected event shape: {exc}"))
+    except Exception as exc:  # noqa: BLE001 - a JSON shape we do not understand (KeyError, ...)
+        return ("malformed_sse", _short(f"unexpected event shape: {type(exc).__name__}: {exc}"))
     return None

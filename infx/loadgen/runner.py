@@ -15,6 +15,7 @@ import multiprocessing as mp
 import os
 import platform
 import signal
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -29,7 +30,7 @@ from infx.loadgen.datasets import Prompt, load_tokenizer, random_prompts, shareg
 from infx.loadgen.drive import Counters, drive
 from infx.loadgen.http import Target, make_session
 from infx.loadgen.records import RECORDS_FILE, RequestRecord, RequestSpec, write_records
-from infx.loadgen.source import RequestSource, ScheduledSource, arrival_offsets_s
+from infx.loadgen.source import RequestSource, ScheduledSource, arrival_offsets_s, sleep_until
 from infx.metrics.compute import compute_metrics
 from infx.metrics.result import BenchResult
 
@@ -70,6 +71,7 @@ class ShardOutput:
     cpu_ns: int  # process CPU during the measured phase
     wall_ns: int
     interrupted: bool
+    issued: int = 0  # measured requests the driver sent (the accounting check's reference)
 
 
 @dataclass
@@ -130,9 +132,12 @@ async def _run_shard(
     counters: Counters,
     *,
     sync: Callable[[], int] | None = None,
+    abort_sync: Callable[[], None] | None = None,
     on_tick: Callable[[Counters], None] | None = None,
 ) -> ShardOutput:
-    """Warmup, then (after ``sync``, which returns the common start time) the measured phase."""
+    """Warmup, then (after ``sync``, which returns the common start time) the measured phase.
+    ``abort_sync`` releases every process blocked in ``sync`` (raising ``BrokenBarrierError``
+    there); it is called on Ctrl-C so that no worker waits for one that already stopped."""
     loop = asyncio.get_running_loop()
     records: list[RequestRecord] = []
     interrupted = False
@@ -141,6 +146,11 @@ async def _run_shard(
     def on_sigint() -> None:
         nonlocal interrupted
         interrupted = True
+        if abort_sync is not None:
+            try:
+                abort_sync()
+            except Exception:  # noqa: BLE001, S110 - best effort; the flag is what matters
+                pass
         if main_task is not None:
             main_task.cancel()
 
@@ -170,8 +180,18 @@ async def _run_shard(
                     drive(_source(plan, warmup=True, start_ns=_now()), session, plan.target, max_concurrency=cap, worker=plan.worker, records=records)
                 )
                 await main_task
+            if not interrupted and sync is not None:
+                try:
+                    main_start = await loop.run_in_executor(None, sync)
+                except threading.BrokenBarrierError:  # another worker was interrupted
+                    interrupted = True
+            elif not interrupted:
+                main_start = _now()
             if not interrupted:
-                main_start = await loop.run_in_executor(None, sync) if sync is not None else _now()
+                # the common start may lie ahead (workers): send no measured request before it,
+                # so the throughput window holds every measured request
+                await sleep_until(main_start)
+            if not interrupted:  # Ctrl-C may have come during that wait
                 cpu0 = time.process_time_ns()
                 main_task = asyncio.create_task(
                     drive(
@@ -188,6 +208,7 @@ async def _run_shard(
         except asyncio.CancelledError:
             interrupted = True
         main_end = _now()
+        main_start = min(main_start, main_end)  # interrupted while waiting for the common start
     cpu = time.process_time_ns() - cpu0
     if ticker is not None:
         ticker.cancel()
@@ -204,6 +225,7 @@ async def _run_shard(
         cpu_ns=cpu,
         wall_ns=max(main_end - main_start, 1),
         interrupted=interrupted,
+        issued=counters.issued_measured,
     )
 
 
@@ -228,15 +250,17 @@ def _worker_main(plan: ShardPlan, barrier: Any, start_value: Any, shared: Any, o
         base = plan.worker * 4
         shared[base], shared[base + 1], shared[base + 2], shared[base + 3] = c.issued, c.completed, c.failed, c.output_tokens
 
+    counters = Counters()
     try:
-        out = _event_loop_run(_run_shard(plan, Counters(), sync=sync, on_tick=on_tick))
+        out = _event_loop_run(_run_shard(plan, counters, sync=sync, abort_sync=barrier.abort, on_tick=on_tick))
         out_q.put(("ok", plan.worker, out))
     except BaseException as exc:  # noqa: BLE001 - report, never hang the parent
         try:
             barrier.abort()
         except Exception:  # noqa: BLE001
             pass
-        out_q.put(("error", plan.worker, f"{type(exc).__name__}: {exc}"))
+        # its records are lost: say how many measured requests it had sent (accounting check)
+        out_q.put(("error", plan.worker, (f"{type(exc).__name__}: {exc}", counters.issued_measured)))
 
 
 def _run_workers(plans: list[ShardPlan], progress: "Progress | None") -> list[ShardOutput]:
@@ -266,6 +290,7 @@ def _run_workers(plans: list[ShardPlan], progress: "Progress | None") -> list[Sh
     old = signal.signal(signal.SIGINT, on_sigint)
     outputs: list[ShardOutput] = []
     errors: list[str] = []
+    lost: dict[int, int] = {}  # failed worker -> measured requests it had issued
     try:
         for p in procs:
             p.start()
@@ -296,7 +321,9 @@ def _run_workers(plans: list[ShardPlan], progress: "Progress | None") -> list[Sh
             if kind == "ok":
                 outputs.append(payload)
             else:
-                errors.append(f"worker {worker}: {payload}")
+                message, issued = payload
+                errors.append(f"worker {worker}: {message}")
+                lost[worker] = issued
         show()
         for p in procs:
             p.join(5)
@@ -311,6 +338,10 @@ def _run_workers(plans: list[ShardPlan], progress: "Progress | None") -> list[Sh
     if interrupted:
         for o in outputs:
             o.interrupted = True
+    if lost:  # keep the failed workers' issued counts, so the accounting check sees the loss
+        end = _now()
+        for w, issued in lost.items():
+            outputs.append(ShardOutput(w, [], end, end, 0, 1, interrupted, issued))
     return sorted(outputs, key=lambda o: o.worker)
 
 
@@ -498,7 +529,9 @@ def execute(config: BenchConfig, *, source: RequestSource | None = None) -> Benc
                         interrupted = True
                 end = _now()
                 tk.cancel()
-                return ShardOutput(0, records, start, end, time.process_time_ns() - cpu0, max(end - start, 1), interrupted)
+                return ShardOutput(
+                    0, records, start, end, time.process_time_ns() - cpu0, max(end - start, 1), interrupted, counters.issued_measured
+                )
 
             outputs = [_event_loop_run(run_custom())]
         else:
@@ -523,7 +556,12 @@ def execute(config: BenchConfig, *, source: RequestSource | None = None) -> Benc
     metrics = compute_metrics(records, window_ns=(start, end), goodput=config.goodput or None, gpus=config.gpus, nodes=config.nodes)
     cpu_fraction = max(o.cpu_ns / o.wall_ns for o in outputs)
     checks = run_checks(
-        records, metrics, open_loop=config.open_loop, capped=config.concurrency is not None, client_cpu=cpu_fraction
+        records,
+        metrics,
+        open_loop=config.open_loop,
+        capped=config.concurrency is not None,
+        client_cpu=cpu_fraction,
+        issued=sum(o.issued for o in outputs),
     )
     interrupted = any(o.interrupted for o in outputs)
     chunks = sum(len(r.chunk_ns) for r in measured)
