@@ -117,7 +117,7 @@ def build_result(
         checks.append(Check(name="error_rate", status=status, detail=detail))
     from infx.loadgen import checks as lg
 
-    checks += [lg.check_accounting(profiled, metrics), lg.check_output_lengths(profiled), lg.check_first_token(profiled),
+    checks += [lg.check_accounting(profiled, metrics, outcome.issued_measured), lg.check_output_lengths(profiled), lg.check_first_token(profiled),
                lg.check_single_finish(profiled), lg.check_input_lengths(profiled)]
     if outcome.skipped_requests:
         checks.append(Check(name="max_context", status="warn",

@@ -103,6 +103,7 @@ class ReplayOutcome(BaseModel):
     sessions: list[SessionRecord]
     in_flight_high_water: int
     in_flight_high_water_profiled: int  # after every lane left warmup
+    issued_measured: int | None = None  # measured (non-warmup) requests sent: the accounting check's count
     chat_overhead_tokens: int
     prompt_token_mismatches: int
     skipped_requests: int
@@ -183,6 +184,7 @@ class _Run:
         self.skipped = 0
         self.stop = asyncio.Event()
         self.finished = 0  # measured (non-warmup) requests that ended, cancellations excluded
+        self.issued_measured = 0  # measured requests sent (each must come back as one record)
         self.errors = 0
         self.aborted: str | None = None
         self.http = None
@@ -230,6 +232,7 @@ class _Run:
         )
         sess.requests += 1
         sess.subagent_requests += int(subagent)
+        self.issued_measured += int(not warm)
         self.in_flight += 1
         self.hwm = max(self.hwm, self.in_flight)
         if self.lanes_in_warmup <= 0:
@@ -379,7 +382,8 @@ class _Run:
             stopped_by = "error_rate"
         return ReplayOutcome(
             records=self.records, sessions=self.sessions, in_flight_high_water=self.hwm,
-            in_flight_high_water_profiled=self.hwm_profiled, chat_overhead_tokens=self.overhead,
+            in_flight_high_water_profiled=self.hwm_profiled, issued_measured=self.issued_measured,
+            chat_overhead_tokens=self.overhead,
             prompt_token_mismatches=self.mismatches, skipped_requests=self.skipped, cache_salt=self.salt,
             started_ns=t0, ended_ns=time.monotonic_ns(), wall_started=wall0, wall_ended=time.time(),
             stopped_by=stopped_by, abort_reason=self.aborted,

@@ -118,3 +118,14 @@ def test_live_error_rate_abort_stops_the_run_early(blocks):
     res = build_result(out, cfg)
     assert res.complete is False
     assert next(c for c in res.checks if c.name == "error_rate").status == "fail"
+
+
+def test_accounting_counts_what_the_replay_issued(blocks):
+    """The replay counts the measured requests it sends; a record lost on the way fails accounting."""
+    cfg = _cfg()
+    out = _outcome(blocks, cfg)
+    assert out.issued_measured == sum(1 for r in out.records if not r.warmup)
+    assert {c.name: c.status for c in build_result(out, cfg).checks}["accounting"] == "ok"
+    lost = out.model_copy(update={"records": [r for r in out.records if r.warmup] + [r for r in out.records if not r.warmup][1:]})
+    check = {c.name: c for c in build_result(lost, cfg).checks}["accounting"]
+    assert check.status == "fail" and "1 issued requests without a record" in check.detail
