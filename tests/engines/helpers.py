@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from infx.matrix.point import Point
@@ -66,3 +68,15 @@ def tiny_row(**over: Any) -> dict[str, Any]:
 def flag_value(argv: list[str], flag: str) -> str:
     i = argv.index(flag)
     return argv[i + 1]
+
+
+def pid_alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a test's view: a vanished /proc entry means gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False

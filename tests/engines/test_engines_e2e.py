@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -18,22 +17,13 @@ from infx.engines.logparse import FailureKind
 from infx.engines.probe import stream_completion
 from infx.engines.server import EngineFailure, EngineProcess, free_port, port_is_free
 
+from .helpers import pid_alive
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _infx(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "infx", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.slow
@@ -48,7 +38,7 @@ def test_engine_up_stream_down(tiny_model_dir: Path, tmp_path: Path) -> None:
         url = up.stdout.strip().splitlines()[-1]
         assert url == f"http://127.0.0.1:{port}"
         state = json.loads((sdir / "state.json").read_text())
-        assert state["port"] == port and _alive(state["pid"])
+        assert state["port"] == port and pid_alive(state["pid"])
         # the model it built is the same bytes as the shared cached build
         assert (model_dir / "model.safetensors").read_bytes() == (tiny_model_dir / "model.safetensors").read_bytes()
         assert (model_dir / "tokenizer.json").read_bytes() == (tiny_model_dir / "tokenizer.json").read_bytes()
@@ -65,9 +55,9 @@ def test_engine_up_stream_down(tiny_model_dir: Path, tmp_path: Path) -> None:
     assert down.returncode == 0, down.stderr
     assert "stopped engine" in down.stderr
     deadline = time.monotonic() + 10
-    while _alive(state["pid"]) and time.monotonic() < deadline:
+    while pid_alive(state["pid"]) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _alive(state["pid"])
+    assert not pid_alive(state["pid"])
     assert port_is_free(port)
     assert not (sdir / "state.json").exists()
     assert "no engine running" in _infx("engine", "down", "--state-dir", str(sdir), timeout=60).stderr

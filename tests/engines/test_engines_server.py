@@ -16,21 +16,12 @@ from infx.engines.launch import Launch
 from infx.engines.logparse import FailureKind
 from infx.engines.server import EngineFailure, EngineProcess, free_port, port_is_free
 
+from .helpers import pid_alive
+
 
 def _launch(code: str, port: int, readiness: str = "/health") -> Launch:
     return Launch(engine="vllm", recipe="test", image="local", argv=[sys.executable, "-c", textwrap.dedent(code), str(port)],
                   fingerprint="x", port=port, served_model_name="m", model_path="m", readiness_path=readiness)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 SERVER = """
@@ -56,14 +47,14 @@ def test_ready_then_stop_kills_the_whole_group(tmp_path: Path) -> None:
     facts = proc.wait_ready(timeout=30)
     assert facts.ready and facts.kv_cache_tokens == 4096 and facts.max_concurrency == 2.0
     child = int(next(l for l in proc.log_text().splitlines() if l.startswith("child")).split()[1])
-    assert _alive(child) and proc.pid is not None and _alive(proc.pid)
+    assert pid_alive(child) and proc.pid is not None and pid_alive(proc.pid)
     # its own process group (what stop() signals), but our session: under Linux's autogroup scheduler a
     # session of its own would make the engine an equal CPU-share group against the load generator
     assert os.getpgid(proc.pid) == proc.pid != os.getpgid(0)
     assert os.getsid(proc.pid) == os.getsid(0)
     proc.stop(grace=5)
     time.sleep(0.3)
-    assert not _alive(proc.pid) and not _alive(child)
+    assert not pid_alive(proc.pid) and not pid_alive(child)
     assert port_is_free(port)
 
 
@@ -101,7 +92,7 @@ def test_timeout_stops_the_engine(tmp_path: Path) -> None:
     with pytest.raises(EngineFailure) as exc:
         proc.wait_ready(timeout=1.5)
     assert exc.value.kind is FailureKind.TIMEOUT and "loading..." in exc.value.log_tail
-    assert proc.pid is not None and not _alive(proc.pid)
+    assert proc.pid is not None and not pid_alive(proc.pid)
 
 
 def test_busy_port_is_reported_before_launch(tmp_path: Path) -> None:
