@@ -123,7 +123,7 @@ def _dump(port: int) -> dict[str, list[int]]:
 def run_rate(port: int, rate: float, seconds: float, streams: int) -> dict:
     from infx.loadgen.drive import Counters, drive
     from infx.loadgen.http import Target, make_session
-    from infx.loadgen.records import RequestSpec
+    from infx.records import RequestSpec
     from infx.loadgen.source import ScheduledSource
 
     interval_ns = int(streams / rate * 1e9)

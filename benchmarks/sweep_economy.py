@@ -21,7 +21,8 @@ sys.path.insert(0, str(REPO))
 
 from infx.matrix.point import Point
 from infx.sweep.driver import LoadProfile, RunRequest, prepare, run_local
-from infx.sweep.local import LocalMeasurer, LocalStarter, renderer_at_port
+from infx.sweep.local import LocalMeasurer, LocalStarter
+from infx.sweep.rendering import renderer_at_port
 
 
 def arms(base: list[Point], concs: list[int]) -> list[Point]:

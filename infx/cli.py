@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -19,6 +21,7 @@ app = typer.Typer(
 
 # Stage modules that contribute commands, in data-flow order.
 _STAGE_CLIS = (
+    "infx.workspace_cli",  # workspace, init
     "infx.catalog.cli",    # validate
     "infx.matrix.cli",     # matrix
     "infx.engines.cli",    # plan, engine build-tiny-model|up|down
@@ -27,7 +30,8 @@ _STAGE_CLIS = (
     "infx.agentic.cli",    # traces synth|stats
     "infx.sweep.cli",      # run, run-group, run-point, status
     "infx.changelog.cli",  # changelog validate|matrix
-    "infx.results.cli",    # ingest, compare, report, serve
+    "infx.results.cli",    # ingest
+    "infx.report.cli",     # compare, report, serve
     "infx.demo",           # demo
 )
 
@@ -44,8 +48,16 @@ def _register_all() -> None:
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    workspace: Optional[Path] = typer.Option(
+        None, "--workspace", "-w", help="Workspace directory (default: $INFX_WORKSPACE, else the nearest directory "
+        "upwards holding infx.toml, or configs/ + recipes/). `infx workspace` shows what was resolved."),
+) -> None:
     """infx: catalog -> matrix -> gate -> launch -> measure -> store -> show."""
+    if workspace is not None:
+        from infx.workspace import set_override
+
+        set_override(workspace)
 
 
 @app.command("version")

@@ -1,9 +1,9 @@
 """``infx demo`` (behind ``make demo``): the main job on this machine.
 
-Builds the tiny model if missing, runs the ``tinyllama-bf16-cpu-vllm`` catalog entry
-(``configs/cpu-master.yaml``) through the sweep machinery on the embedded engine (real vLLM on CPU)
-into ``results/demo/``, then writes ``results/demo/report.html`` (results stage), or prints the results
-table when the report is not available. Re-running resumes: measured points are not measured again.
+Builds the tiny model if missing, runs the ``tinyllama-bf16-cpu-vllm`` catalog entry (the workspace's
+catalog when it has that entry, else the one ``infx init`` scaffolds) through the sweep machinery on the
+embedded engine (real vLLM on CPU) into ``<workspace>/results/demo/``, then writes
+``results/demo/report.html``. Re-running resumes: measured points are not measured again.
 """
 
 from __future__ import annotations
@@ -20,9 +20,16 @@ DEMO_KEY = "tinyllama-bf16-cpu-vllm"
 DEMO_RUN_ID = "demo"
 
 
-def _repo_file(rel: str) -> Path:
-    here = Path.cwd() / rel
-    return here if here.exists() else Path(__file__).resolve().parents[1] / rel
+def demo_catalog() -> tuple[list[Path], Path]:
+    """(config files, runners): the workspace's when its catalog has the demo entry, else the scaffold's."""
+    from infx.catalog import load_catalog
+    from infx.workspace import SCAFFOLD_DIR, current
+
+    ws = current()
+    files = ws.config_files()
+    if files and ws.runner_config.is_file() and DEMO_KEY in load_catalog(files).entries:
+        return files, ws.runner_config
+    return sorted((SCAFFOLD_DIR / "configs").glob("*-master.yaml")), SCAFFOLD_DIR / "configs" / "runners.yaml"
 
 
 # Each point's closed loop should hold its concurrency for a few seconds of steady load (the tiny model on
@@ -36,9 +43,10 @@ def demo_request(results: Path, ready_timeout: float = 600.0,
                  prompts_per_conc: int = DEMO_PROMPTS_PER_CONC) -> Any:
     from infx.sweep.driver import LoadProfile, RunRequest
 
+    files, runners = demo_catalog()
     return RunRequest(
-        config_files=[str(_repo_file("configs/cpu-master.yaml"))],
-        runner_config=str(_repo_file("configs/runners.yaml")),
+        config_files=[str(f) for f in files],
+        runner_config=str(runners),
         config_keys=[DEMO_KEY],
         results=str(results),
         run_id=DEMO_RUN_ID,
@@ -63,7 +71,8 @@ def register(app: typer.Typer) -> None:
     @app.command("demo")
     @exit_on_error
     def demo_cmd(
-        results: Path = typer.Option(Path("results"), "--results", help="Results root; the run goes in RESULTS/demo."),
+        results: Optional[Path] = typer.Option(None, "--results", help="Results root; the run goes in RESULTS/demo "
+                                               "(default: the workspace's results/)."),
         fresh: bool = typer.Option(False, "--fresh", help="Forget earlier demo results and measure everything."),
         ready_timeout: float = typer.Option(600.0, "--ready-timeout"),
         prompts_per_conc: int = typer.Option(DEMO_PROMPTS_PER_CONC, "--prompts-per-conc",
@@ -77,6 +86,9 @@ def register(app: typer.Typer) -> None:
         from infx.sweep.cli import run_prepared_locally
         from infx.sweep.driver import prepare
 
+        from infx.workspace import current
+
+        results = results or current().results_dir
         model_dir = ensure_tiny_model(default_model_dir())
         print(f"demo: tiny model at {model_dir}", file=sys.stderr)
         req = demo_request(results, ready_timeout, prompts_per_conc)

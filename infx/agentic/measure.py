@@ -28,7 +28,7 @@ import numpy as np
 from infx import atomic
 from infx.agentic.replay import ReplayConfig, ReplayOutcome, SessionRecord, replay
 from infx.agentic.stats import Dist
-from infx.loadgen.records import RequestRecord, write_records
+from infx.records import RequestRecord, write_records
 from infx.metrics.result import BenchResult, Check, Metrics
 
 SESSIONS_FILE = "sessions.jsonl.gz"

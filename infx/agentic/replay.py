@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from infx.agentic.prompts import BlockTokenizer
 from infx.agentic.trace import SubagentEntry, Trace, TraceRequest
 from infx.loadgen.http import Target, make_session, stream_request
-from infx.loadgen.records import RequestRecord, RequestSpec
+from infx.records import RequestRecord, RequestSpec
 
 SESSION_HEADER = "X-Session-ID"
 

@@ -7,9 +7,10 @@ cached by content hash (see ``cache.py``), so the second load skips YAML parsing
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -17,6 +18,9 @@ from infx.catalog import cache
 from infx.catalog.rules import entry_problems
 from infx.catalog.schema import MasterEntry, MultiNodeMasterEntry, SingleNodeMasterEntry
 from infx.diagnostics import Diagnostic, InfxError
+
+if TYPE_CHECKING:
+    from infx.catalog.runners import RunnerConfig
 
 Pos = tuple[int, int]
 
@@ -157,3 +161,23 @@ def runner_warnings(catalog: Catalog, labels: dict[str, list[str]] | Any) -> lis
         for key, e in catalog.entries.items()
         if e.runner not in known
     ]
+
+
+def load_catalog_and_runners(config_files: Sequence[str | Path], runner_config: str | Path) -> tuple[Catalog, RunnerConfig]:
+    """Load catalog and runners, reporting the problems of both at once."""
+    from infx.catalog.runners import load_runners
+
+    diags: list[Diagnostic] = []
+    catalog = runners = None
+    try:
+        catalog = load_catalog(list(config_files))
+    except InfxError as exc:
+        diags.extend(exc.diagnostics)
+    try:
+        runners = load_runners(runner_config)
+    except InfxError as exc:
+        diags.extend(exc.diagnostics)
+    if diags:
+        raise InfxError(diags)
+    assert catalog is not None and runners is not None
+    return catalog, runners

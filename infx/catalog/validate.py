@@ -9,20 +9,24 @@ from collections.abc import Sequence
 
 def build_parser(prog: str = "infx validate") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description="Validate master config files and a runner config.")
-    p.add_argument("--config-files", nargs="+", required=True, metavar="FILE", help="master config YAML files")
-    p.add_argument("--runner-config", default="configs/runners.yaml", metavar="FILE",
-                   help="runners.yaml (default: configs/runners.yaml, relative to the cwd)")
+    p.add_argument("--config-files", nargs="+", default=None, metavar="FILE",
+                   help="master config YAML files (default: the workspace's configs/*-master.yaml)")
+    p.add_argument("--runner-config", default=None, metavar="FILE", help="runners.yaml (default: the workspace's)")
     return p
 
 
 def run(argv: Sequence[str] | None = None, prog: str = "infx validate") -> int:
     from infx.catalog.loader import runner_warnings
     from infx.diagnostics import InfxError
-    from infx.matrix.generate import _load_both
+    from infx.catalog.loader import load_catalog_and_runners
+
+    from infx.workspace import current
 
     args = build_parser(prog).parse_args(argv)
     try:
-        catalog, runners = _load_both(args.config_files, args.runner_config)
+        ws = current()
+        catalog, runners = load_catalog_and_runners(args.config_files or ws.require_config_files(),
+                                                    args.runner_config or ws.runner_config)
     except InfxError as exc:
         for d in exc.diagnostics:
             print(str(d), file=sys.stderr)

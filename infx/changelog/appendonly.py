@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infx.changelog.buckets import (
+from infx.matrix.buckets import (
     EVAL_FIELDS,
     NON_RECIPE_FIELDS,
     Repoint,

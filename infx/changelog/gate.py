@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from infx.changelog import git
 from infx.changelog.appendonly import append_only_delta, scope_diagnostics
-from infx.changelog.buckets import (
+from infx.matrix.buckets import (
     BucketBuilder,
     ChangelogMatrix,
     ChangelogMetadata,

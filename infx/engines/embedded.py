@@ -17,7 +17,8 @@ from pydantic import BaseModel
 from infx import atomic
 from infx.engines.launch import Launch, fingerprint
 from infx.engines.server import EngineFailure, EngineProcess, kill_group
-from infx.engines.tiny_model import SERVED_NAME, default_model_dir, ensure_tiny_model, repo_root
+from infx.engines.tiny_model import SERVED_NAME, default_model_dir, ensure_tiny_model
+from infx.workspace import current as current_workspace
 
 DEFAULT_TIMEOUT_S = 240.0
 
@@ -41,7 +42,7 @@ class EngineState(BaseModel):
 
 
 def state_dir(override: str | Path | None = None) -> Path:
-    return Path(override) if override else repo_root() / ".infx" / "engine"
+    return Path(override) if override else current_workspace().cache_dir / "engine"
 
 
 def state_path(override: str | Path | None = None) -> Path:

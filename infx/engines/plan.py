@@ -23,10 +23,31 @@ from infx.matrix.point import Point
 
 
 class PlannedPoint(BaseModel):
+    """One point's launch with the matrix fields that identify it (so scripts need not parse names)."""
+
     point_id: str
     exp_name: str
+    config_key: str | None = None
+    scenario_type: str
+    tp: int | None
+    pp: int
+    ep: int
+    dp_attn: bool
+    dcp_size: int
+    pcp_size: int
     conc: int | list[int]
+    isl: int | None
+    osl: int | None
+    spec_decoding: str
+    kv_offloading: str | None
+    disagg: bool
+    run_eval: bool
     launch: Launch  # env redacted
+
+    @classmethod
+    def of(cls, point: Point, launch: Launch, config_key: str | None) -> PlannedPoint:
+        fields = {k: getattr(point, k) for k in cls.model_fields if k not in ("config_key", "launch")}
+        return cls(**fields, config_key=config_key, launch=launch)
 
 
 class LaunchGroup(BaseModel):
@@ -40,7 +61,8 @@ class Plan(BaseModel):
     groups: list[LaunchGroup]  # distinct launches, in first-use order
 
 
-def build_plan(points: Sequence[Point], recipes: RecipeSet, *, runtime: Runtime = "local", port: int = 8000) -> Plan:
+def build_plan(points: Sequence[Point], recipes: RecipeSet, *, runtime: Runtime = "local", port: int = 8000,
+               config_keys: dict[str, str] | None = None) -> Plan:
     from infx.engines.render import render_launch
 
     diags: list[Diagnostic] = []
@@ -55,7 +77,7 @@ def build_plan(points: Sequence[Point], recipes: RecipeSet, *, runtime: Runtime 
                     seen.add(str(d))
                     diags.append(d)
             continue
-        planned.append(PlannedPoint(point_id=p.point_id, exp_name=p.exp_name, conc=p.conc, launch=launch.redacted()))
+        planned.append(PlannedPoint.of(p, launch.redacted(), (config_keys or {}).get(p.point_id)))
     if diags:
         raise InfxError(diags)
     groups: dict[str, LaunchGroup] = {}
@@ -86,10 +108,11 @@ def format_plan(plan: Plan) -> str:
 
 def _parser(prog: str) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=prog, description="Render the engine launch of each selected point.")
-    ap.add_argument("--config-files", nargs="+", required=True, metavar="FILE")
-    ap.add_argument("--runner-config", default="configs/runners.yaml", metavar="FILE")
+    ap.add_argument("--config-files", nargs="+", default=None, metavar="FILE",
+                    help="master config files (default: the workspace's configs/*-master.yaml)")
+    ap.add_argument("--runner-config", default=None, metavar="FILE", help="runners.yaml (default: the workspace's)")
     ap.add_argument("--config-keys", nargs="+", required=True, metavar="KEY", help="catalog keys (fnmatch globs allowed)")
-    ap.add_argument("--recipes", default=None, metavar="DIR", help="recipe directory or files (default: recipes/)")
+    ap.add_argument("--recipes", default=None, metavar="DIR", help="recipe directory or files (default: the workspace's recipes/ over the built-in ones)")
     ap.add_argument("--runtime", default="local", choices=["local", "docker", "podman", "slurm"])
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--conc", nargs="+", type=int, default=None)
@@ -99,13 +122,17 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
 def run(argv: list[str], prog: str = "infx plan") -> int:
     args = _parser(prog).parse_args(argv)
-    from infx.engines.recipes import default_recipes_dir, load_recipes
-    from infx.matrix.select import select_points
+    from infx.engines.recipes import workspace_recipes
+    from infx.matrix.select import keyed_points
+    from infx.workspace import current
 
     try:
-        points = select_points(args.config_files, args.runner_config, args.config_keys, evals="none", conc=args.conc)
-        recipes = load_recipes(Path(args.recipes) if args.recipes else default_recipes_dir())
-        plan = build_plan(points, recipes, runtime=args.runtime, port=args.port)
+        ws = current()
+        keyed = keyed_points(args.config_files or ws.require_config_files(), args.runner_config or ws.runner_config,
+                             args.config_keys, evals="none", conc=args.conc)
+        recipes = workspace_recipes(args.recipes, ws)
+        plan = build_plan([p for _, p in keyed], recipes, runtime=args.runtime, port=args.port,
+                          config_keys={p.point_id: k for k, p in keyed})
     except InfxError as exc:
         for d in exc.diagnostics:
             print(str(d), file=sys.stderr)

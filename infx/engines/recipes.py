@@ -18,7 +18,7 @@ Everything is validated when loaded, with ``FILE:LINE:COL`` diagnostics.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Union
@@ -28,6 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from infx.diagnostics import Diagnostic, InfxError, PathElem
 from infx.engines.expr import Expr, ExprError
 from infx.matrix.point import Point
+from infx.workspace import Workspace
+from infx.workspace import current as current_workspace
 from infx.yamlsource import YamlSource, load_yaml
 
 Scalar = Union[str, int, float, bool, None]
@@ -361,10 +363,26 @@ def load_recipes(paths_or_dir: str | Path | Iterable[str | Path]) -> RecipeSet:
     return RecipeSet(out)
 
 
-def default_recipes_dir() -> Path:
-    """``recipes/`` of the working directory when it has one (short paths in diagnostics), else the repo's."""
-    from infx.engines.tiny_model import repo_root
+def load_layered_recipes(dirs: Sequence[str | Path]) -> RecipeSet:
+    """Recipes from several directories in order; a recipe in a later directory replaces one of the
+    same name from an earlier one (a workspace recipe overrides a built-in one)."""
+    by_name: dict[str, LoadedRecipe] = {}
+    for d in dirs:
+        for r in load_recipes(d):
+            by_name[r.name] = r
+    return RecipeSet(list(by_name.values()))
 
-    if Path("recipes").is_dir():
-        return Path("recipes")
-    return repo_root() / "recipes"
+
+def workspace_recipes(recipes: str | Path | None = None, workspace: Workspace | None = None) -> RecipeSet:
+    """The recipes a command uses: ``recipes`` when given (a directory, a file), else the built-in
+    recipes overlaid with the workspace's ``recipes/`` (default: the current workspace)."""
+    if recipes is not None:
+        return load_recipes(recipes)
+    return load_layered_recipes((workspace or current_workspace()).recipe_dirs())
+
+
+def recipe_files(recipes: str | Path | None = None, workspace: Workspace | None = None) -> list[Path]:
+    """The recipe files behind :func:`workspace_recipes` (for the placeholder scan and hashes)."""
+    if recipes is not None:
+        return _recipe_files(recipes)
+    return _recipe_files((workspace or current_workspace()).recipe_dirs())

@@ -297,9 +297,10 @@ def render_launch(
 
 
 def _repo_root() -> Path:
-    from infx.engines.tiny_model import repo_root
+    """Recipe paths (``model-source.local``) are relative to the workspace root."""
+    from infx.workspace import current
 
-    return repo_root()
+    return current().root
 
 
 # ---- the embedded engine ------------------------------------------------------------------------
@@ -329,7 +330,7 @@ def embedded_point(served_name: str = "tinyllama") -> Point:
 
 def render_embedded(model_dir: Path, *, port: int, served_name: str = "tinyllama",
                     recipes: RecipeSet | None = None) -> Launch:
-    from infx.engines.recipes import default_recipes_dir, load_recipes
+    from infx.engines.recipes import workspace_recipes
 
-    recipes = recipes or load_recipes(default_recipes_dir() / f"{EMBEDDED_RECIPE}.yaml")
+    recipes = recipes or workspace_recipes()
     return render_launch(embedded_point(served_name), recipes, port=port, model_dir=model_dir)

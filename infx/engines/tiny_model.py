@@ -320,13 +320,8 @@ def ensure_tiny_model(dir: str | Path) -> Path:
         return build_tiny_model(out)
 
 
-def repo_root() -> Path:
-    """The checkout (or working directory) that holds ``.infx/``."""
-    here = Path(__file__).resolve().parents[2]
-    if (here / "pyproject.toml").is_file():
-        return here
-    return Path.cwd()
-
-
 def default_model_dir() -> Path:
-    return repo_root() / ".infx" / "cache" / "tinyllama"
+    """``<workspace>/.infx/cache/tinyllama``: each workspace builds (byte-identical) files of its own."""
+    from infx.workspace import current
+
+    return current().cache_dir / "cache" / "tinyllama"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from infx.loadgen.records import RequestRecord
+from infx.records import RequestRecord
 from infx.metrics.result import Check, Metrics
 
 FAIL_RATE_GATE = 0.05  # the reference client exits non-zero above 5 % failed requests

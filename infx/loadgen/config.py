@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from infx.loadgen.records import Endpoint
+from infx.records import Endpoint
 from infx.loadgen.source import Arrival
 
 

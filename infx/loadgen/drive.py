@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import aiohttp
 
 from infx.loadgen.http import Target, stream_request
-from infx.loadgen.records import RequestRecord, RequestSpec
+from infx.records import RequestRecord, RequestSpec
 from infx.loadgen.source import RequestSource
 
 _now = time.monotonic_ns

@@ -25,7 +25,7 @@ from typing import Any
 import aiohttp
 from pydantic import BaseModel, ConfigDict
 
-from infx.loadgen.records import ENDPOINT_PATHS, RequestRecord, RequestSpec
+from infx.records import ENDPOINT_PATHS, RequestRecord, RequestSpec
 
 _now = time.monotonic_ns
 

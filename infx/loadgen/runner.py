@@ -29,7 +29,7 @@ from infx.loadgen.config import BenchConfig
 from infx.loadgen.datasets import Prompt, load_tokenizer, random_prompts, sharegpt_prompts
 from infx.loadgen.drive import Counters, drive
 from infx.loadgen.http import Target, make_session
-from infx.loadgen.records import RECORDS_FILE, RequestRecord, RequestSpec, write_records
+from infx.records import RECORDS_FILE, RequestRecord, RequestSpec, write_records
 from infx.loadgen.source import RequestSource, ScheduledSource, arrival_offsets_s, sleep_until
 from infx.metrics.compute import compute_metrics
 from infx.metrics.result import BenchResult

@@ -24,7 +24,7 @@ from typing import Literal
 
 import numpy as np
 
-from infx.loadgen.records import RequestRecord, RequestSpec
+from infx.records import RequestRecord, RequestSpec
 
 Arrival = Literal["poisson", "gamma", "constant"]
 

@@ -481,7 +481,7 @@ def run(argv: Sequence[str] | None = None, prog: str = "python -m infx.matrix.ge
             print(str(d), file=sys.stderr)
         return 2
     if args.github_matrix:
-        from infx.sweep.github import emit  # lazy: keeps the plain path free of pydantic-model imports
+        from infx.matrix.github import emit  # lazy: keeps the plain path free of pydantic-model imports
 
         sys.stdout.write(emit(rows) + "\n")
     else:
@@ -491,9 +491,9 @@ def run(argv: Sequence[str] | None = None, prog: str = "python -m infx.matrix.ge
 
 
 def _rows_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from infx.catalog.loader import runner_warnings
+    from infx.catalog.loader import load_catalog_and_runners, runner_warnings
 
-    catalog, runners = _load_both(args.config_files, args.runner_config)
+    catalog, runners = load_catalog_and_runners(args.config_files, args.runner_config)
     for d in runner_warnings(catalog, runners):
         print(str(d), file=sys.stderr)
     mode = eval_mode(args)
@@ -509,27 +509,6 @@ def _rows_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
         max_ep=args.max_ep, single_node=args.single_node, multi_node=args.multi_node,
         scenario_types=args.scenario_type, runner_node_filter=args.runner_node_filter,
     )
-
-
-def _load_both(config_files: Sequence[str | Path], runner_config: str | Path) -> tuple["Catalog", "RunnerConfig"]:
-    """Load catalog and runners, reporting the problems of both at once."""
-    from infx.catalog.loader import load_catalog
-    from infx.catalog.runners import load_runners
-
-    diags: list[Diagnostic] = []
-    catalog = runners = None
-    try:
-        catalog = load_catalog(list(config_files))
-    except InfxError as exc:
-        diags.extend(exc.diagnostics)
-    try:
-        runners = load_runners(runner_config)
-    except InfxError as exc:
-        diags.extend(exc.diagnostics)
-    if diags:
-        raise InfxError(diags)
-    assert catalog is not None and runners is not None
-    return catalog, runners
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -23,11 +23,31 @@ def select_points(
 
     Raises InfxError on bad input (file:line:col diagnostics).
     """
-    from infx.matrix.generate import _load_both, test_config_rows
+    from infx.catalog.loader import load_catalog_and_runners
+    from infx.matrix.generate import test_config_rows
 
-    catalog, runners = _load_both(config_files, runner_config)
+    catalog, runners = load_catalog_and_runners(config_files, runner_config)
     rows = test_config_rows(
         catalog, runners, config_keys, evals=evals, conc=conc, scenario_types=scenario_types,
         runner_node_filter=runner_node_filter, on_warning=on_warning,
     )
     return [Point.from_row(r) for r in rows]
+
+
+def keyed_points(
+    config_files: Sequence[str | Path],
+    runner_config: str | Path,
+    config_keys: Sequence[str] | None,
+    evals: str = "none",
+    *,
+    conc: Sequence[int] | None = None,
+) -> list[tuple[str, Point]]:
+    """Like :func:`select_points`, each point with the catalog key it came from (every entry when
+    ``config_keys`` is None)."""
+    from infx.catalog.loader import load_catalog_and_runners
+    from infx.matrix.generate import resolve_keys, test_config_rows
+
+    catalog, runners = load_catalog_and_runners(config_files, runner_config)
+    keys = resolve_keys(catalog, config_keys) if config_keys else list(catalog.entries)
+    return [(key, Point.from_row(row)) for key in keys
+            for row in test_config_rows(catalog, runners, [key], evals=evals, conc=conc)]

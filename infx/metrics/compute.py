@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from infx.loadgen.records import RequestRecord
+from infx.records import RequestRecord
 from infx.metrics.result import ErrorAware, Metrics, Stat, Throughput
 
 NS_PER_MS = 1e6

@@ -14,7 +14,7 @@ or datasheet carries ``estimate: true`` and a ``note`` saying where it came from
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -24,8 +24,6 @@ from infx.diagnostics import Diagnostic, InfxError
 from infx.preflight.units import ByteSize
 from infx.yamlsource import load_yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CARDS_DIR = REPO_ROOT / "cards"
 
 # Element sizes of KV-cache / weight dtypes, as the engines spell them.
 DTYPE_BYTES: dict[str, float] = {
@@ -319,16 +317,25 @@ def _load_kind(
     return cards
 
 
-def load_cards(cards_dir: str | Path | None = None) -> CardSet:
-    """Load ``models/*.yaml`` and ``hardware/*.yaml`` under ``cards_dir`` (default: the repo's
-    ``cards/``). Every bad card is reported, not only the first."""
-    root = Path(cards_dir) if cards_dir is not None else DEFAULT_CARDS_DIR
-    if not root.is_dir():
-        raise InfxError(Diagnostic(f"cards directory '{root}' does not exist", str(root)))
+def load_cards(cards_dirs: str | Path | Sequence[str | Path] | None = None) -> CardSet:
+    """Load ``models/*.yaml`` and ``hardware/*.yaml`` under each of ``cards_dirs`` in order, a card in a
+    later directory replacing one of the same name from an earlier one (default: the built-in cards, then
+    the current workspace's ``cards/``). Every bad card is reported, not only the first."""
+    if cards_dirs is None:
+        from infx.workspace import current
+
+        roots = current().card_dirs()
+    else:
+        roots = [Path(cards_dirs)] if isinstance(cards_dirs, (str, Path)) else [Path(d) for d in cards_dirs]
     diags: list[Diagnostic] = []
     files: dict[str, str] = {}
-    models = _load_kind(root / "models", "model", load_model_card, lambda c: c.model_prefix, diags, files)
-    hardware = _load_kind(root / "hardware", "hardware", load_hardware_card, lambda c: c.name, diags, files)
+    models: dict[str, ModelCard] = {}
+    hardware: dict[str, HardwareCard] = {}
+    for root in roots:
+        if not root.is_dir():
+            raise InfxError(Diagnostic(f"cards directory '{root}' does not exist", str(root)))
+        models.update(_load_kind(root / "models", "model", load_model_card, lambda c: c.model_prefix, diags, files))
+        hardware.update(_load_kind(root / "hardware", "hardware", load_hardware_card, lambda c: c.name, diags, files))
     if diags:
         raise InfxError(diags)
     # Longest names first, so a token check never lets 'b200' shadow 'gb200'-style names.

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from infx.matrix.point import Point
     from infx.preflight.images import ImagesLock
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # argparse parses the arguments (nargs="+" lists, as the matrix CLI); typer only forwards them.
 _PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
@@ -31,24 +30,27 @@ def build_parser(prog: str = "infx preflight") -> argparse.ArgumentParser:
                     "(read from the rendered launch), image pins, placeholders, concurrency headroom, "
                     "CUDA-graph ceiling, eval coverage. Exit 1 when a point fails, 2 on bad input.",
     )
-    ap.add_argument("--config-files", nargs="+", required=True, type=Path, help="master config files (catalog)")
-    ap.add_argument("--runner-config", required=True, type=Path, help="runners.yaml")
+    ap.add_argument("--config-files", nargs="+", default=None, type=Path,
+                    help="master config files (default: the workspace's configs/*-master.yaml)")
+    ap.add_argument("--runner-config", default=None, type=Path, help="runners.yaml (default: the workspace's)")
     ap.add_argument("--config-keys", nargs="+", default=None, help="catalog keys or globs (default: every entry)")
-    ap.add_argument("--recipes", type=Path, default=None, help="recipe directory (default: <repo>/recipes)")
+    ap.add_argument("--recipes", type=Path, default=None,
+                    help="recipe directory (default: the workspace's recipes/ over the built-in recipes)")
     ap.add_argument("--evals", choices=("none", "default", "evals-only", "all"), default="none",
                     help="the eval selection the run will use (checks every arm keeps an eval point)")
     ap.add_argument("--json", dest="as_json", action="store_true", help="print the verdicts as JSON")
     ap.add_argument("--verify-images", action="store_true", help="resolve each image tag to its registry digest")
     ap.add_argument("--images-lock", type=Path, default=None,
-                    help="recorded digests (default: images.lock beside the first config file, if present)")
+                    help="recorded digests (default: the workspace's configs/images.lock, if present)")
     ap.add_argument("--registry-mirror", action="append", default=[], metavar="REGISTRY=URL",
                     help="resolve REGISTRY's images at URL (e.g. docker.io=http://127.0.0.1:5000); repeatable")
     ap.add_argument("--fanout", type=float, default=None, help="agentic fan-out: requests in flight per agentic user (default 2)")
     ap.add_argument("--fanout-from-traces", type=Path, default=None, metavar="TRACES",
                     help="measure the fan-out from agentic traces (widest parallel subagent run)")
-    ap.add_argument("--cards", dest="cards_dir", type=Path, default=None, help="cards directory (default: <repo>/cards)")
+    ap.add_argument("--cards", dest="cards_dir", type=Path, default=None,
+                    help="cards directory over the built-in cards (default: the workspace's cards/)")
     ap.add_argument("--changelog", type=Path, default=None,
-                    help="perf-changelog.yaml to scan for placeholders (default: beside the first config file)")
+                    help="perf-changelog.yaml to scan for placeholders (default: the workspace's)")
     ap.add_argument("--brief", action="store_true", help="only the summary table")
     return ap
 
@@ -65,24 +67,27 @@ def run(argv: list[str], prog: str = "infx preflight") -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from infx.engines.recipes import load_recipes
+    from infx.engines.recipes import recipe_files as resolve_recipe_files
+    from infx.engines.recipes import workspace_recipes
     from infx.preflight.cards import load_cards
     from infx.preflight.checks import PlaceholderScan
     from infx.preflight.gate import PreflightOptions, preflight_points
+    from infx.workspace import BUILTIN_CARDS_DIR, current
 
-    points, key_of, runners = _select(args.config_files, args.runner_config, args.config_keys, args.evals)
-    recipe_dir: Path = args.recipes or REPO_ROOT / "recipes"
-    recipe_set = load_recipes(recipe_dir)
-    recipe_files = sorted(str(p) for p in recipe_dir.glob("*.y*ml")) if recipe_dir.is_dir() else []
-    beside = Path(args.config_files[0]).parent
-    changelog = args.changelog or beside / "perf-changelog.yaml"
+    ws = current()
+    config_files = args.config_files or ws.require_config_files()
+    points, key_of, runners = _select(config_files, args.runner_config or ws.runner_config, args.config_keys, args.evals)
+    recipe_set = workspace_recipes(args.recipes, ws)
+    recipe_files = [str(p) for p in resolve_recipe_files(args.recipes, ws)]
+    changelog = args.changelog or ws.changelog
     opts = PreflightOptions(
         evals=args.evals, fanout=_fanout(args), verify_images=args.verify_images,
-        images_lock=_images_lock(args.images_lock, beside / "images.lock"), registry_mirrors=_mirrors(args.registry_mirror),
+        images_lock=_images_lock(args.images_lock, ws.images_lock), registry_mirrors=_mirrors(args.registry_mirror),
     )
+    cards = load_cards([BUILTIN_CARDS_DIR, args.cards_dir] if args.cards_dir else ws.card_dirs())
     verdicts = preflight_points(
-        points, recipes=recipe_set, runners=runners, cards=load_cards(args.cards_dir), options=opts, config_keys=key_of,
-        placeholders=PlaceholderScan.build(args.config_files, recipe_files, changelog if changelog.is_file() else None),
+        points, recipes=recipe_set, runners=runners, cards=cards, options=opts, config_keys=key_of,
+        placeholders=PlaceholderScan.build(config_files, recipe_files, changelog if changelog.is_file() else None),
         recipe_files=_recipe_file_map(recipe_files),
     )
     if args.as_json:
@@ -97,21 +102,11 @@ def _run(args: argparse.Namespace) -> int:
 def _select(config_files: list[Path], runner_config: Path, config_keys: list[str] | None,
             evals: str) -> tuple[list[Point], dict[str, str], RunnerConfig]:
     """Points of the selected entries, with the catalog key of each (for placeholder scanning)."""
-    from infx.catalog import load_catalog, load_runners
-    from infx.matrix.generate import resolve_keys, test_config_rows
-    from infx.matrix.point import Point
+    from infx.catalog import load_runners
+    from infx.matrix.select import keyed_points
 
-    catalog = load_catalog(config_files)
-    runners = load_runners(runner_config)
-    keys = resolve_keys(catalog, config_keys) if config_keys else list(catalog.entries)
-    points: list[Point] = []
-    key_of: dict[str, str] = {}
-    for key in keys:
-        for row in test_config_rows(catalog, runners, [key], evals=evals):
-            p = Point.from_row(row)
-            points.append(p)
-            key_of[p.point_id] = key
-    return points, key_of, runners
+    keyed = keyed_points(config_files, runner_config, config_keys, evals)
+    return [p for _, p in keyed], {p.point_id: k for k, p in keyed}, load_runners(runner_config)
 
 
 def _fanout(args: argparse.Namespace) -> float:

@@ -1,6 +1,6 @@
 """Per-request latency samples for the report's distribution charts, from ``records.jsonl.gz``.
 
-Reads the load generator's raw records (``infx.loadgen.records``), drops warmup and failed
+Reads the load generator's raw records (``infx.records``), drops warmup and failed
 requests, and keeps each distribution as a quantile grid (at most 201 values), which preserves its
 shape while keeping the self-contained report small. A point whose records are missing or
 unreadable simply has no samples; the report then falls back to the summary percentiles.
@@ -36,7 +36,7 @@ def _grid(values: list[float]) -> np.ndarray:
 def read_samples(path: str | Path, *, max_lines: int = 200_000) -> LatencySamples | None:
     """Latency samples of one point, or None when the records cannot be read."""
     try:
-        from infx.loadgen.records import RequestRecord
+        from infx.records import RequestRecord
     except ImportError:  # the load generator is not installed: no raw distributions
         return None
     ttft: list[float] = []

@@ -32,9 +32,9 @@ def register(app: typer.Typer) -> None:
     def run_cmd(
         config_files: Optional[list[Path]] = typer.Option(None, "--config-files", help="Catalog (master config) "
                                                           "files (with --changelog: read at the revisions; default "
-                                                          "configs/*-master.yaml)."),
-        runner_config: Optional[Path] = typer.Option(None, "--runner-config", help="runners.yaml (with --changelog: "
-                                                     "default configs/runners.yaml)"),
+                                                          "the workspace's configs/*-master.yaml)."),
+        runner_config: Optional[Path] = typer.Option(None, "--runner-config", help="runners.yaml (default: the "
+                                                     "workspace's)"),
         config_keys: Optional[list[str]] = typer.Option(None, "--config-keys", help="Catalog keys (fnmatch globs)."),
         changelog: bool = typer.Option(False, "--changelog", help="Run exactly what a perf-changelog change selects "
                                        "(--base-ref/--head-ref) instead of --config-keys."),
@@ -50,7 +50,8 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = typer.Option(False, "--dry-run", help="Select, gate and group the points, write "
                                      "plan.json and print the plan; launch nothing."),
         evals: str = typer.Option("none", "--evals", help="default | none | evals-only | all"),
-        results: Path = typer.Option(Path("results"), "--results", help="Results directory (root of runs)."),
+        results: Optional[Path] = typer.Option(None, "--results", help="Results directory (root of runs; "
+                                               "default: the workspace's results/)."),
         run_id: Optional[str] = typer.Option(None, "--run-id", help="Default: derived from the config keys, "
                                              "so the same command resumes the same run."),
         backend: str = typer.Option("local", "--backend", help="local | slurm"),
@@ -58,7 +59,8 @@ def register(app: typer.Typer) -> None:
                                        "(running work is never killed)."),
         rerun_failed: bool = typer.Option(False, "--rerun-failed", help="Retry failed points (done points are "
                                           "never re-measured)."),
-        recipes: Optional[Path] = typer.Option(None, "--recipes", help="Recipe directory (default: ./recipes)."),
+        recipes: Optional[Path] = typer.Option(None, "--recipes", help="Recipe directory (default: the workspace's "
+                                               "recipes/ over the built-in ones)."),
         ready_timeout: float = typer.Option(900.0, "--ready-timeout", help="Seconds an engine may take to become ready."),
         max_error_rate: float = typer.Option(0.0, "--max-error-rate", help="A point with more failed requests "
                                              "than this fraction is failed (its result is kept)."),
@@ -92,6 +94,9 @@ def register(app: typer.Typer) -> None:
             RunRequest,
             prepare,
         )
+        from infx.workspace import current
+
+        ws = current()
 
         if backend not in ("local", "slurm"):
             raise InfxError(Diagnostic(f"--backend must be local or slurm, not {backend!r}"))
@@ -112,15 +117,16 @@ def register(app: typer.Typer) -> None:
                 (repo / "configs").glob("*-master.yaml"))
             runner_config = repo / (runner_config or Path("configs/runners.yaml"))
         else:
-            missing = [o for o, v in (("--config-files", config_files), ("--runner-config", runner_config),
-                                      ("--config-keys", config_keys)) if not v]
-            if missing:
-                raise InfxError(Diagnostic(f"missing option(s) {', '.join(missing)} (or select with --changelog)"))
+            if not config_keys:
+                raise InfxError(Diagnostic("missing option --config-keys (or select with --changelog)"))
             if base_ref or head_ref or trim_conc:
                 raise InfxError(Diagnostic("--base-ref/--head-ref/--trim-conc need --changelog"))
+            config_files = config_files or ws.require_config_files()
+            runner_config = runner_config or ws.runner_config
         req = RunRequest(
             config_files=[str(p) for p in config_files or []], runner_config=str(runner_config),
-            changelog=selection, config_keys=list(config_keys or []), evals=evals, conc=list(conc) if conc else None, results=str(results), run_id=run_id,  # type: ignore[arg-type]
+            changelog=selection, config_keys=list(config_keys or []), evals=evals, conc=list(conc) if conc else None,  # type: ignore[arg-type]
+            results=str(results or ws.results_dir), run_id=run_id, workspace=str(ws.root),
             recipes=str(recipes) if recipes else None, backend=backend, fail_fast=fail_fast,  # type: ignore[arg-type]
             rerun_failed=rerun_failed, ready_timeout=ready_timeout, max_error_rate=max_error_rate,
             pr=PullRequest(number=pr_number, branch=pr_branch) if pr_number is not None or pr_branch else None,
@@ -160,10 +166,10 @@ def register(app: typer.Typer) -> None:
         row: Optional[str] = typer.Option(None, "--row", help="One matrix row as JSON (GitHub matrix entry); "
                                           "'-' reads it from stdin."),
         row_file: Optional[Path] = typer.Option(None, "--row-file", help="A JSON file holding one matrix row."),
-        results: Path = typer.Option(Path("results"), "--results"),
+        results: Optional[Path] = typer.Option(None, "--results", help="default: the workspace's results/"),
         run_id: str = typer.Option("points", "--run-id"),
         runner_config: Optional[Path] = typer.Option(None, "--runner-config", help="runners.yaml for the "
-                                                     "preflight gate (default: configs/runners.yaml if present)."),
+                                                     "preflight gate (default: the workspace's, if present)."),
         recipes: Optional[Path] = typer.Option(None, "--recipes"),
         ready_timeout: float = typer.Option(900.0, "--ready-timeout"),
         max_error_rate: float = typer.Option(0.0, "--max-error-rate"),
@@ -195,10 +201,13 @@ def register(app: typer.Typer) -> None:
                 raise InfxError([Diagnostic(e["msg"], str(row_file or "--row"), path=tuple(e["loc"]))
                                  for e in exc.errors(include_url=False)]) from None
             raise
-        if runner_config is None and Path("configs/runners.yaml").is_file():
-            runner_config = Path("configs/runners.yaml")
+        from infx.workspace import current
+
+        ws = current()
+        if runner_config is None and ws.runner_config.is_file():
+            runner_config = ws.runner_config
         req = RunRequest(config_files=[], runner_config=str(runner_config or ""), config_keys=[point.point_id],
-                         results=str(results),
+                         results=str(results or ws.results_dir), workspace=str(ws.root),
                          run_id=run_id, recipes=str(recipes) if recipes else None, ready_timeout=ready_timeout,
                          max_error_rate=max_error_rate, load=LoadProfile(prompts_per_conc=prompts_per_conc))
         prep = prepare(req, points=[point])
@@ -207,7 +216,8 @@ def register(app: typer.Typer) -> None:
     @app.command("status")
     @exit_on_error
     def status_cmd(
-        path: Path = typer.Argument(..., help="A results directory or one run directory."),
+        path: Optional[Path] = typer.Argument(None, help="A results directory or one run directory (default: "
+                                              "the workspace's results/)."),
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Per point: queued / running / done / failed / skipped / pending (results dir + squeue/sacct)."""
@@ -215,6 +225,9 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
 
         from infx.sweep.status import run_dirs, run_state
+        from infx.workspace import current
+
+        path = path or current().results_dir
 
         states = [run_state(rd) for rd in run_dirs(path)]
         if as_json:
@@ -258,16 +271,13 @@ def run_prepared_locally(prep: Any, *, starter: Any = None, measurer: Any = None
     from rich.console import Console
 
     from infx.sweep.driver import run_local
-    from infx.sweep.local import (
-        LocalMeasurer,
-        LocalStarter,
-        kv_calibrator,
-        renderer_at_port,
-    )
+    from infx.sweep.driver import workspace_of
+    from infx.sweep.local import LocalMeasurer, LocalStarter, kv_calibrator
     from infx.sweep.progress import Progress, results_table
+    from infx.sweep.rendering import renderer_at_port
 
     _sigterm_as_interrupt()
-    starter = starter or LocalStarter(renderer_at_port(prep.request.recipes),
+    starter = starter or LocalStarter(renderer_at_port(prep.request.recipes, workspace_of(prep.request)),
                                       calibrate=kv_calibrator(prep.request.runner_config))
     measurer = measurer or LocalMeasurer(prep.request.load)
     interrupted = False
@@ -315,23 +325,22 @@ def ingesting(rd: Any, emit: Any) -> Any:
 
 def run_planned_groups(rd: Any, plan: Any, fingerprints: list[str]) -> int:
     """Body of ``infx run-group``: re-render the planned points, check fingerprints, run the groups."""
-    from infx.sweep.driver import finish_invocation, options_of
+    from infx.sweep.driver import finish_invocation, options_of, workspace_of
     from infx.sweep.executors import LaunchGroup
-    from infx.sweep.local import (
-        LocalMeasurer,
-        LocalStarter,
-        kv_calibrator,
-        renderer_at_port,
-    )
+    from infx.sweep.local import LocalMeasurer, LocalStarter, kv_calibrator
     from infx.sweep.orchestrator import Orchestrator
     from infx.sweep.progress import Progress
+    from infx.sweep.rendering import renderer_at_port
+    from infx.workspace import set_override
 
     _sigterm_as_interrupt()
     if rd.stop_file.exists():
         print(f"fail-fast: {rd.stop_file} exists; not starting group(s) {', '.join(f[:12] for f in fingerprints)}",
               file=sys.stderr)
         return 0
-    render = renderer_at_port(plan.request.recipes)
+    if plan.request.workspace:  # a Slurm node works in the workspace the run was prepared in
+        set_override(Path(plan.request.workspace))
+    render = renderer_at_port(plan.request.recipes, workspace_of(plan.request))
     planned = {g.fingerprint: g for g in plan.groups}
     groups = []
     for fp in fingerprints:

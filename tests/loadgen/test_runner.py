@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from infx.loadgen.config import BenchConfig, parse_warmup
-from infx.loadgen.records import read_records
+from infx.records import read_records
 from infx.loadgen.runner import execute, run_bench
 from infx.loadgen.testserver import FAULTS, SyntheticServer
 from infx.metrics.result import BenchResult
@@ -104,7 +104,7 @@ def test_output_length_check_fails_when_server_stops_early(tokenizer_dir):
 
 def test_streaming_check_flags_buffered_streams():
     from infx.loadgen.checks import check_streaming
-    from infx.loadgen.records import RequestRecord
+    from infx.records import RequestRecord
 
     def r(i: int, chunks: list[int]) -> RequestRecord:
         return RequestRecord(request_id=str(i), endpoint="completions", max_tokens=8, send_ns=0, end_ns=10**7,
@@ -199,7 +199,7 @@ def test_ctrl_c_writes_incomplete_result(tokenizer_dir, tmp_path):
 
 
 def test_execute_drives_a_custom_request_source(tokenizer_dir):
-    from infx.loadgen.records import RequestSpec
+    from infx.records import RequestSpec
     from infx.loadgen.source import ScheduledSource
 
     specs = [RequestSpec(request_id=f"s-{i}", endpoint="chat", messages=[{"role": "user", "content": "hi"}], max_tokens=3,

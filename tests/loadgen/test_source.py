@@ -10,7 +10,7 @@ import pytest
 
 from infx.loadgen.drive import Counters, drive
 from infx.loadgen.http import Target, make_session
-from infx.loadgen.records import RequestRecord, RequestSpec
+from infx.records import RequestRecord, RequestSpec
 from infx.loadgen.source import RequestSource, ScheduledSource, arrival_offsets_s
 from infx.loadgen.testserver import SyntheticServer
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from infx.loadgen.records import RequestRecord
+from infx.records import RequestRecord
 from infx.metrics.compute import (
     compute_metrics,
     e2el_ms,

@@ -13,10 +13,12 @@ from infx.results.layout import ResultsDir
 def _app():
     import typer
 
-    from infx.results.cli import register
+    from infx.report.cli import register as register_show
+    from infx.results.cli import register as register_store
 
     app = typer.Typer()
-    register(app)
+    register_store(app)
+    register_show(app)
     return app
 
 

@@ -16,7 +16,8 @@ import pytest
 from infx.matrix.point import Point
 from infx.sweep.driver import LoadProfile, RunRequest, prepare, run_local
 from infx.sweep.layout import RunDir
-from infx.sweep.local import LocalMeasurer, LocalStarter, renderer_at_port
+from infx.sweep.local import LocalMeasurer, LocalStarter
+from infx.sweep.rendering import renderer_at_port
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_ARGS = ["--config-files", str(REPO / "configs/cpu-master.yaml"), "--runner-config",

@@ -29,7 +29,10 @@ def _entry(conc: list[int], isl: int = 256) -> dict:
 
 
 def _catalog(tmp_path: Path, changelog: str | None = None) -> Path:
-    master = tmp_path / "master.yaml"
+    """A workspace in ``tmp_path`` (marker, catalog, optional perf-changelog); returns its catalog file."""
+    (tmp_path / "infx.toml").write_text("")
+    master = tmp_path / "configs" / "test-master.yaml"
+    master.parent.mkdir(exist_ok=True)
     master.write_text(yaml.safe_dump({DEMO: _entry([1, 2]), "tinyllama-todo": _entry([1], isl=128)},
                                      sort_keys=False))
     if changelog is not None:
@@ -39,7 +42,7 @@ def _catalog(tmp_path: Path, changelog: str | None = None) -> Path:
 
 def _run(tmp_path: Path, master: Path, runners: Path, keys: list[str]):  # type: ignore[no-untyped-def]
     req = RunRequest(config_files=[str(master)], runner_config=str(runners), config_keys=keys,
-                     results=str(tmp_path / "results"), run_id="gated")
+                     results=str(tmp_path / "results"), run_id="gated", workspace=str(tmp_path))
     prep = prepare(req)
     starter = FakeStarter()
     summary = run_local(prep, starter, FakeMeasurer())
@@ -78,7 +81,7 @@ def test_memory_failure_skips_every_point_with_zero_launches(tmp_path: Path) -> 
 def test_run_dry_run_prints_the_reject_reason(tmp_path: Path) -> None:
     master = _catalog(tmp_path, "- config-keys:\n    - tinyllama-todo\n  description:\n    - \"FIXME later\"\n"
                                 "  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/1\n")
-    r = subprocess.run([sys.executable, "-m", "infx", "run", "--config-files", str(master), "--runner-config",
+    r = subprocess.run([sys.executable, "-m", "infx", "--workspace", str(tmp_path), "run", "--runner-config",
                         str(REPO / "configs/runners.yaml"), "--config-keys", "tinyllama*", "--results",
                         str(tmp_path / "res"), "--run-id", "dry", "--dry-run"], cwd=REPO, capture_output=True,
                        text=True, timeout=300)
@@ -171,4 +174,4 @@ def test_run_changelog_option_errors_are_diagnostics(tmp_path: Path) -> None:
     assert "Traceback" not in r.stderr
     r = subprocess.run([sys.executable, "-m", "infx", "run", "--results", str(tmp_path)], cwd=REPO,
                        capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and "missing option(s) --config-files" in r.stderr
+    assert r.returncode == 2 and "missing option --config-keys" in r.stderr

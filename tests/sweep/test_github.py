@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from infx.sweep.github import MAX_JOBS_PER_MATRIX, add_flag, emit, github_matrix
+from infx.matrix.github import MAX_JOBS_PER_MATRIX, add_flag, emit, github_matrix
 
 GOLDEN = Path(__file__).parent / "golden"
 WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ConfigDict
 
-from infx.changelog.buckets import MatrixBuckets, is_agentic, is_multinode, seq_family
+from infx.matrix.buckets import MatrixBuckets, is_agentic, is_multinode, seq_family
 
 Row = dict[str, Any]
 

@@ -1,0 +1,167 @@
+"""``infx compare | report | serve``: the show stage's commands (analysis over the store, HTML, dashboard)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from infx.diagnostics import Diagnostic, InfxError, exit_on_error
+from infx.results.cli import results_root
+
+ResultsArg = Annotated[Path | None, typer.Argument(help="Results directory (default: the workspace's results/).")]
+RunOpt = Annotated[str | None, typer.Option("--run", help="Run id (default: the latest run).")]
+BaselineOpt = Annotated[str | None, typer.Option("--baseline", help="Baseline run id to compare against / overlay.")]
+GpnOpt = Annotated[int | None, typer.Option("--gpus-per-node", min=1,
+                                                help="GPUs per node for every runner (overrides the manifest).")]
+RunnersOpt = Annotated[Path | None, typer.Option("--runners", help="runners.yaml with gpus-per-node per runner.")]
+
+
+def _parse_targets(text: str | None) -> list[float] | None:
+    if not text:
+        return None
+    out = []
+    for tok in text.replace(" ", "").split(","):
+        if not tok:
+            continue
+        try:
+            out.append(float(tok))
+        except ValueError:
+            raise InfxError(Diagnostic(f"--at: not a number: {tok!r} (expected e.g. 10,20,40)")) from None
+    return out
+
+
+def _open_store(results: Path, *, quiet: bool = False):  # type: ignore[no-untyped-def]
+    """Ingest RESULTS (idempotent; cheap when nothing changed) and return the open store."""
+    from infx.diagnostics import warn
+    from infx.results.store import Store, locate_results, require_results
+
+    root, runs = locate_results(results)
+    require_results(root, runs)
+    store = Store(root / "infx.db")
+    report = store.ingest_dir(root, runs)
+    for d in report.problems:
+        warn(Diagnostic(d.message, d.file, d.line, d.col, d.path, "warning"))
+    if not quiet and report.ingested:
+        typer.echo(f"ingested: {report.summary()}", err=True)
+    return store
+
+
+def _resolver(store, gpus_per_node: int | None, runners: Path | None):  # type: ignore[no-untyped-def]
+    from infx.analysis.dataset import gpus_per_node_resolver
+
+    return gpus_per_node_resolver(store, override=gpus_per_node, runners_path=runners)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("compare")
+    @exit_on_error
+    def compare(
+        results: ResultsArg = None,
+        run: RunOpt = None,
+        baseline: BaselineOpt = None,
+        arm_a: Annotated[str | None, typer.Option("-a", "--arm-a", help="Arm A, e.g. 'tp=2' (within one run).")] = None,
+        arm_b: Annotated[str | None, typer.Option("-b", "--arm-b", help="Arm B, e.g. 'tp=4'.")] = None,
+        arm: Annotated[str | None, typer.Option("--arm", help="With --baseline: only this arm.")] = None,
+        per: Annotated[str, typer.Option("--per", help="Normalisation: node | gpu | server.")] = "node",
+        metric: Annotated[str, typer.Option("--metric", help="Throughput: total | output tokens.")] = "total",
+        x: Annotated[str, typer.Option("--x", help="interactivity (median TPOT) | interactivity_p90.")] = "interactivity",
+        at: Annotated[str | None, typer.Option("--at", help="Interactivity targets, e.g. 10,20,40 "
+                                                              "(default: a ladder across the measured range).")] = None,
+        ladder: Annotated[int, typer.Option("--ladder", min=2, help="Ladder size when --at is not given.")] = 10,
+        gpus_per_node: GpnOpt = None,
+        runners: RunnersOpt = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    ) -> None:
+        """Throughput ratio of two arms (or a run vs a baseline) at equal interactivity, read off step frontiers."""
+        from infx.analysis.compare import compare_arms, compare_runs
+        from infx.analysis.dataset import load_measured
+        from infx.report.data import latest_run
+
+        for name, value, allowed in (("--per", per, ("node", "gpu", "server")), ("--metric", metric, ("total", "output")),
+                                     ("--x", x, ("interactivity", "interactivity_p90"))):
+            if value not in allowed:
+                raise InfxError(Diagnostic(f"{name}: expected one of {', '.join(allowed)}, got {value!r}"))
+        targets = _parse_targets(at)
+        store = _open_store(results_root(results), quiet=as_json)
+        try:
+            run_id = run or latest_run(store)
+            known = store.run_ids()
+            for r in (run_id, baseline):
+                if r is not None and r not in known:
+                    raise InfxError(Diagnostic(f"run {r!r} not found (runs: {', '.join(known) or 'none'})"))
+            measured = load_measured(store, [run_id] + ([baseline] if baseline else []),
+                                     gpus_per_node=_resolver(store, gpus_per_node, runners))
+        finally:
+            store.close()
+        if baseline:
+            cs = compare_runs(measured, run_id, baseline, arm=arm, x_metric=x, y_metric=metric, norm=per,
+                              at=targets, ladder_points=ladder)
+        else:
+            cs = compare_arms(measured, run_id, arm_a, arm_b, x_metric=x, y_metric=metric, norm=per,
+                              at=targets, ladder_points=ladder)
+        if as_json:
+            typer.echo(cs.model_dump_json(indent=2))
+            return
+        _print_comparisons(cs)
+        if not cs.comparisons:
+            raise SystemExit(1)
+
+    @app.command("report")
+    @exit_on_error
+    def report(
+        results: ResultsArg = None,
+        output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write.")] = Path("report.html"),
+        run: RunOpt = None,
+        baseline: BaselineOpt = None,
+        png: Annotated[bool, typer.Option("--png", help="Also write the main chart as PNG (needs chromium).")] = False,
+        gpus_per_node: GpnOpt = None,
+        runners: RunnersOpt = None,
+    ) -> None:
+        """Write one self-contained HTML report (plotly inlined; opens offline)."""
+        from infx.report.build import write_report
+
+        for path in write_report(results_root(results), output, run_id=run, baseline=baseline, png=png,
+                                 gpus_per_node=gpus_per_node, runners=runners):
+            typer.echo(f"wrote {path}")
+
+    @app.command("serve")
+    @exit_on_error
+    def serve(
+        results: ResultsArg = None,
+        port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0: any free port).")] = 8787,
+        host: Annotated[str, typer.Option("--host", help="Address to bind (default loopback only).")] = "127.0.0.1",
+        gpus_per_node: GpnOpt = None,
+    ) -> None:
+        """Read-only dashboard: lists runs, renders each run's report, overlays a run on a baseline."""
+        from infx.report.server import serve as run_server
+
+        results = results_root(results)
+        if not results.is_dir():
+            raise InfxError(Diagnostic(f"{results}: not a directory"))
+        run_server(results, host=host, port=port, gpus_per_node=gpus_per_node)
+
+
+def _print_comparisons(cs) -> None:  # type: ignore[no-untyped-def]
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]{cs.title}[/bold]")
+    for note in cs.notes:
+        console.print(f"  note: {note}")
+    for c in cs.comparisons:
+        console.print(f"\n[bold]{c.workload}: {c.a_label} (A) vs {c.b_label} (B)[/bold]")
+        for line in c.verdict:
+            console.print(f"  - {line}")
+        table = Table(show_edge=False)
+        table.add_column(f"{c.x_label} ({c.x_unit})", justify="right")
+        table.add_column(f"A {c.y_label}", justify="right")
+        table.add_column(f"B {c.y_label}", justify="right")
+        table.add_column("A/B", justify="right")
+        table.add_column("note")
+        for e in c.ladder:
+            table.add_row(f"{e.x:.2f}", "-" if e.a is None else f"{e.a:,.1f}", "-" if e.b is None else f"{e.b:,.1f}",
+                          "-" if e.ratio is None else f"{e.ratio:.2f}x", e.note)
+        console.print(table)

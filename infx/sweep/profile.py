@@ -1,0 +1,30 @@
+"""How much load each point of a sweep gets (the point itself says concurrency and lengths)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from pydantic import BaseModel, ConfigDict
+
+
+class LoadProfile(BaseModel):
+    """How much load each point gets (the point says concurrency and lengths; this says how long)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompts_per_conc: int = 10  # num_prompts = max(min_prompts, conc * prompts_per_conc)
+    min_prompts: int = 8
+    warmup_per_conc: int = 1  # warmup requests = conc * warmup_per_conc (excluded from metrics)
+    max_isl: int | None = None  # cap the point's lengths (the demo's tiny model has a short context)
+    max_osl: int | None = None
+    seed: int = 0
+    agentic_traces: str | None = None  # weka-format traces for agentic points; None: synthesized into the run dir
+    agentic_duration_s: float | None = None  # overrides the point's duration (short CI runs)
+
+    def num_prompts(self, conc: int) -> int:
+        return max(self.min_prompts, conc * self.prompts_per_conc)
+
+    def key(self) -> str:
+        """A short hash of the whole profile, stored in each point's status: resume re-measures a
+        point measured with another load."""
+        return "load-" + hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
