@@ -52,8 +52,14 @@ def _root(
     workspace: Optional[Path] = typer.Option(
         None, "--workspace", "-w", help="Workspace directory (default: $INFX_WORKSPACE, else the nearest directory "
         "upwards holding infx.toml, or configs/ + recipes/). `infx workspace` shows what was resolved."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Long warnings list every item, one per line "
+                                 "(default: a count and the first few)."),
 ) -> None:
     """infx: catalog -> matrix -> gate -> launch -> measure -> store -> show."""
+    if verbose:
+        from infx.diagnostics import set_verbose
+
+        set_verbose(True)
     if workspace is not None:
         from infx.workspace import set_override
 

@@ -70,6 +70,25 @@ class InfxError(Exception):
         return "\n".join(str(d) for d in self.diagnostics)
 
 
+_verbose = False
+
+
+def set_verbose(on: bool) -> None:
+    """``--verbose``: long warnings list every item, one per line."""
+    global _verbose
+    _verbose = on
+
+
+def list_message(summary: str, items: Sequence[str], *, verbose: bool | None = None, shown: int = 3) -> str:
+    """A warning about many items. Brief (the default): the summary, the first ``shown`` items and how many
+    more, on one line. Verbose: the summary, then every item on a line of its own."""
+    if _verbose if verbose is None else verbose:
+        return summary + ":" + "".join(f"\n  {item}" for item in items)
+    head = "; ".join(items[:shown])
+    more = len(items) - shown
+    return f"{summary}: {head}" + (f"; ... and {more} more (--verbose lists them all)" if more > 0 else "")
+
+
 def warn(diag: Diagnostic | str) -> None:
     """Print a warning diagnostic on stderr."""
     if isinstance(diag, str):

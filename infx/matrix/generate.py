@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from infx.diagnostics import Diagnostic, InfxError
+from infx.diagnostics import Diagnostic, InfxError, list_message, set_verbose
 from infx.matrix.conc import fixed_concs, list_concs
 from infx.matrix.dram import DramBudgetError, dram_budget_gb, single_node_gpus, worker_gpus_per_node
 from infx.matrix.evals import Gen, mark_all_evals, mark_evals
@@ -299,8 +299,8 @@ def _finish(gens: list[Gen], evals: str, on_warning: Callable[[str], None] | Non
             for g in gens:
                 g.row["eval-only"] = True
         if orphans:
-            _warn(on_warning, f"{len(orphans)} topology arm(s) have no eval-eligible point (evals need 8k1k rows "
-                  f"with conc >= 16): " + "; ".join(orphans))
+            _warn(on_warning, list_message(f"{len(orphans)} topology arm(s) have no eval-eligible point (evals need "
+                                           "8k1k rows with conc >= 16)", orphans))
     rows = []
     for g in gens:
         g.row["point-id"] = point_id(g.row, g.key)
@@ -434,6 +434,7 @@ def build_parser(prog: str = "python -m infx.matrix.generate") -> argparse.Argum
     common.add_argument("--all-evals", action="store_true", help="every eligible row is an eval (eval-only rows)")
     common.add_argument("--runner-node-filter", metavar="SUBSTR", help="expand runners into matching node names")
     common.add_argument("--scenario-type", nargs="+", choices=SCENARIO_TYPES, help="only these scenario types")
+    common.add_argument("--verbose", "-v", action="store_true", help="long warnings list every item, one per line")
     common.add_argument("--github-matrix", action="store_true",
                         help="emit the buckets a GitHub Actions workflow fans out over instead of a flat array")
 
@@ -474,6 +475,8 @@ def run(argv: Sequence[str] | None = None, prog: str = "python -m infx.matrix.ge
     args = parser.parse_args(argv)
     if args.all_evals and args.no_evals:
         parser.error("--all-evals cannot be combined with --no-evals")
+    if args.verbose:
+        set_verbose(True)
     try:
         rows = _rows_from_args(args)
     except InfxError as exc:
