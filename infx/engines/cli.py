@@ -33,9 +33,9 @@ def build_tiny_model_cmd(
 @exit_on_error
 def up_cmd(
     port: Optional[int] = typer.Option(None, "--port", help="Port on 127.0.0.1 (default: a free one)."),
-    model_dir: Optional[Path] = typer.Option(None, "--model-dir", help="Model directory (default: .infx/cache/tinyllama, built if missing)."),
+    model_dir: Optional[Path] = typer.Option(None, "--model-dir", help="Model directory (default: <workspace>/.infx/cache/tinyllama, built if missing)."),
     timeout: float = typer.Option(240.0, "--timeout", help="Seconds to wait for /health and one streamed completion."),
-    state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="Where the state file and log go (default: .infx/engine).", hidden=True),
+    state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="Where the state file and log go (default: <workspace>/.infx/engine).", hidden=True),
 ) -> None:
     """Start vLLM on CPU serving the tiny model; print its URL once a completion streams."""
     from infx.engines import embedded
