@@ -32,6 +32,7 @@ _STAGE_CLIS = (
     "infx.changelog.cli",  # changelog validate|matrix
     "infx.results.cli",    # ingest
     "infx.report.cli",     # compare, report, serve
+    "infx.interop.cli",    # export --format inferencex (and ingest --format inferencex)
     "infx.demo",           # demo
 )
 

@@ -59,7 +59,7 @@ class ReportData:
 
 
 def latest_run(store: Store) -> str:
-    runs = store.run_ids()
+    runs = store.measured_run_ids()  # an imported run is never the default
     if not runs:
         raise InfxError(Diagnostic(f"{store.path}: no runs ingested"))
     return runs[-1]

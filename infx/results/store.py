@@ -89,6 +89,13 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         "CREATE INDEX points_identity ON points (model_prefix, hardware, framework, precision, scenario, isl, osl)",
         "CREATE INDEX points_state ON points (run_id, state)",
     ]),
+    (6, [  # InferenceX interop (infx.interop): imported runs are marked and keep their published files
+        "ALTER TABLE runs ADD COLUMN origin TEXT NOT NULL DEFAULT 'measured'",
+        """CREATE TABLE imported_agg (
+            run_id TEXT NOT NULL, point_id TEXT NOT NULL,
+            name TEXT NOT NULL, source TEXT NOT NULL, agg_json TEXT NOT NULL,
+            PRIMARY KEY (run_id, point_id))""",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -500,6 +507,15 @@ class Store:
     # reads -------------------------------------------------------------------
     def run_ids(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT run_id FROM runs ORDER BY started_at, run_id")]
+
+    def origin(self, run_id: str) -> str | None:
+        """``measured`` (a run infx measured) or ``imported`` (external results, infx.interop); None: no such run."""
+        row = self.conn.execute("SELECT origin FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        return row[0] if row else None
+
+    def measured_run_ids(self) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT run_id FROM runs WHERE origin='measured' ORDER BY started_at, run_id")]
 
     def manifest(self, run_id: str) -> RunManifest | None:
         row = self.conn.execute("SELECT manifest_json FROM runs WHERE run_id=?", (run_id,)).fetchone()

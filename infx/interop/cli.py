@@ -1,0 +1,59 @@
+"""``infx export --format inferencex``: the interop stage's command (``infx ingest --format
+inferencex`` is an option of the store's ``ingest``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from infx.diagnostics import Diagnostic, InfxError, exit_on_error
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("export")
+    @exit_on_error
+    def export(
+        results: Annotated[Path, typer.Argument(help="A results directory (or one run directory in it).")],
+        fmt: Annotated[str, typer.Option("--format", help="Output format: inferencex.")] = "inferencex",
+        output: Annotated[Path, typer.Option("-o", "--output", help="Directory to write (one folder per run).")]
+        = Path("inferencex-export"),
+        run: Annotated[list[str] | None, typer.Option("--run", help="Run id(s) (default: every run).")] = None,
+    ) -> None:
+        """Write agg_<name>.json (InferenceX's aggregated format) and <name>.json (its raw bench-client
+        JSON) for every measured point; an imported run gives back its published files."""
+        from infx.diagnostics import warn
+        from infx.interop.export import ExportReport, export_imported, export_run
+        from infx.interop.ingest import imported_aggs
+        from infx.results.layout import ResultsDir
+        from infx.results.store import Store, locate_results
+
+        if fmt != "inferencex":
+            raise InfxError(Diagnostic(f"--format: expected inferencex, got {fmt!r}"))
+        root, runs = locate_results(results)
+        rd = ResultsDir(root)
+        measured = runs if runs is not None else rd.runs()
+        imported: list[str] = []
+        if rd.db_path.is_file():
+            with Store(rd.db_path) as store:  # migrates an older store (origin column)
+                imported = [r for r in store.run_ids() if store.origin(r) == "imported"]
+                wanted = run or (measured + imported if runs is None else measured)
+                unknown = [r for r in wanted if r not in measured and r not in imported]
+                if unknown:
+                    raise InfxError(Diagnostic(f"run(s) not found: {', '.join(unknown)}"))
+                report = ExportReport()
+                for r in wanted:
+                    if r in imported:
+                        export_imported([(n, d) for _, n, d in imported_aggs(store, r)], output / r, report)
+        else:
+            wanted = run or measured
+            report = ExportReport()
+        for r in wanted:
+            if r not in imported:
+                if r not in measured:
+                    raise InfxError(Diagnostic(f"run {r!r} not found in {root}"))
+                export_run(rd, r, output / r, report)
+        for d in report.skipped:
+            warn(d)
+        typer.echo(f"{report.summary()} -> {output}")
