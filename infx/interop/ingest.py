@@ -311,3 +311,39 @@ def imported_aggs(store: Store, run_id: str) -> list[tuple[str, str, dict[str, A
     """(point id, export file name, published dict) of an imported run, in import order."""
     return [(pid, name, json.loads(text)) for pid, name, text in store.conn.execute(
         "SELECT point_id, name, agg_json FROM imported_agg WHERE run_id=? ORDER BY rowid", (run_id,))]
+
+
+def restore_imports(store: Store, results_root: Path) -> list[str]:
+    """Re-create the store rows of imported runs from their files (``RESULTS/<name>/import.json``)
+    when the database lacks them (e.g. rebuilt from the results directory). Returns the runs restored;
+    a run whose files no longer validate is reported and left out."""
+    restored: list[str] = []
+    if not results_root.is_dir():
+        return restored
+    for d in sorted(results_root.iterdir()):
+        path = d / IMPORT_FILE
+        if not path.is_file() or (d / MANIFEST).is_file():
+            continue
+        from infx.results.layout import read_model
+
+        from infx.diagnostics import warn
+
+        points: dict[str, ImportedPoint] = {}
+        try:
+            im = read_model(path, ImportManifest)
+            if im.run_id != d.name or store.origin(im.run_id) is not None:
+                continue
+            for src in im.sources:
+                for p in parse_file(d / src.file).points:
+                    points[p.point_id] = p
+        except InfxError as exc:
+            for diag in exc.diagnostics:
+                warn(Diagnostic(f"imported run not restored: {diag.message}", diag.file, diag.line, diag.col,
+                                diag.path, "warning"))
+            continue
+        manifest = RunManifest(run_id=im.run_id, infx_version=im.infx_version, started_at=im.imported_at,
+                               official=False, description=f"imported from InferenceX ({len(points)} point(s) from "
+                                                           f"{len(im.sources)} file(s)); not measured by infx")
+        write_store(store, manifest, list(points.values()))
+        restored.append(im.run_id)
+    return restored

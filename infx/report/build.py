@@ -25,6 +25,10 @@ def write_report(results: str | Path, output: str | Path, *, run_id: str | None 
     out = Path(output)
     with Store(root / "infx.db") as store:
         rep = store.ingest_dir(root, runs)
+        if runs is None:
+            from infx.interop.ingest import restore_imports
+
+            restore_imports(store, root)  # imported InferenceX runs, when the database was rebuilt
         for d in rep.problems:
             warn(Diagnostic(d.message, d.file, d.line, d.col, d.path, "warning"))
         resolve = gpus_per_node_resolver(store, override=gpus_per_node, runners_path=runners)

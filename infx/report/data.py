@@ -13,6 +13,7 @@ from infx.analysis.dataset import (
     load_measured,
 )
 from infx.diagnostics import Diagnostic, InfxError
+from infx.interop.prtable import PRComparison, pr_comparison
 from infx.report.samples import LatencySamples, read_samples
 from infx.results.layout import RECORDS_FILE, ResultsDir, RunManifest
 from infx.results.store import Store
@@ -48,6 +49,7 @@ class ReportData:
     baseline_comparison: ComparisonSet | None = None
     notes: list[str] = field(default_factory=list)
     samples: dict[str, LatencySamples] = field(default_factory=dict)  # point id -> raw distributions
+    published: PRComparison | None = None  # baseline is an imported InferenceX run: its PR table
 
     @property
     def per_node_known(self) -> bool:
@@ -115,4 +117,6 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
     data.arm_comparison = compare_arms(measured, run_id, norm=norm)
     if baseline:
         data.baseline_comparison = compare_runs(measured, run_id, baseline, norm=norm)
+        if results_root is not None and store.origin(baseline) == "imported" and store.origin(run_id) == "measured":
+            data.published = pr_comparison(store, Path(results_root), run_id, baseline)
     return data

@@ -233,6 +233,10 @@ def render_report(data: ReportData, *, plotly_js: Literal["inline"] | str = "inl
         comparisons += comparison_html(data.arm_comparison, "arm-comparison")
     if data.baseline_comparison is not None:
         comparisons += comparison_html(data.baseline_comparison, "baseline-comparison")
+    if data.published is not None:
+        from infx.report.published import published_html
+
+        comparisons += published_html(data.published)
     baseline_line = (f"<p>Compared against baseline run <b>{_e(data.baseline)}</b> (dashed lines, open markers).</p>"
                      if data.baseline else "")
     title = f"infx report: {m.run_id}"

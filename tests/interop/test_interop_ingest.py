@@ -109,6 +109,25 @@ def test_compare_measured_with_imported(exported: tuple[Path, Path]) -> None:
     code, out = cli("compare", str(root), "--run", "mine", "--baseline", "pub", "--per", "gpu")
     assert code == 0, out
     assert "InferenceX comparison" in out and "no published match" in out and "+11.1%" in out
+    # the report puts the imported run on the measured run's frontiers and prints the same table
+    code, out = cli("report", str(root), "--run", "mine", "--baseline", "pub", "-o", str(root / "r.html"))
+    assert code == 0, out
+    page = (root / "r.html").read_text()
+    assert 'id="inferencex-comparison"' in page and "Published points with no measured match (1)" in page
+    assert "+11.1%" in page and "#1a7f37" in page
+
+
+def test_plain_ingest_restores_imported_runs(exported: tuple[Path, Path]) -> None:
+    root, exp = exported
+    assert cli("ingest", "--format", "inferencex", str(exp), "--results", str(root), "--name", "ix")[0] == 0
+    with Store(root / "infx.db") as store:
+        before = imported_aggs(store, "ix")
+    for suffix in ("", "-wal", "-shm"):
+        (root / f"infx.db{suffix}").unlink(missing_ok=True)
+    code, out = cli("ingest", str(root))
+    assert code == 0 and "restored imported run ix" in out, out
+    with Store(root / "infx.db") as store:
+        assert store.origin("ix") == "imported" and imported_aggs(store, "ix") == before
 
 
 def _bad(tmp_path: Path) -> dict[str, Path]:
@@ -171,3 +190,16 @@ def test_imported_never_replaces_a_measured_run(tmp_path: Path) -> None:
     with Store(root / "infx.db") as store:
         assert len(imported_aggs(store, "ix")) == 2
         assert store.measured_run_ids() == []  # mine was never ingested; ix is not a measured run
+
+
+def test_migration_6_marks_existing_runs_measured(tmp_path: Path) -> None:
+    """A store written before migration 6 gains the origin column (its runs are measured ones)."""
+    root = tmp_path / "results"
+    write_run(root, "old", [fixed_point(4, 8)])
+    with Store(root / "infx.db", schema_target=2) as store:
+        store.ingest_dir(root)
+        assert store.schema_version() == 2
+    with Store(root / "infx.db") as store:
+        assert store.schema_version() == 6
+        assert store.origin("old") == "measured" and store.measured_run_ids() == ["old"]
+        assert store.conn.execute("SELECT COUNT(*) FROM imported_agg").fetchone()[0] == 0
