@@ -1,5 +1,5 @@
-"""``infx export --format inferencex``: the interop stage's command (``infx ingest --format
-inferencex`` is an option of the store's ``ingest``)."""
+"""``infx export --format inferencex``, and ``--format inferencex`` for the store's ``infx ingest``
+(registered into its hooks: the store stage never imports this one)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,32 @@ import typer
 from infx.diagnostics import Diagnostic, InfxError, exit_on_error
 
 
+def _ingest(paths: list[Path], results: Path, name: str | None, skip_bad: bool) -> tuple[list[Diagnostic], str]:
+    from infx.interop.ingest import ingest_inferencex
+
+    rep = ingest_inferencex(paths, results, name or "inferencex", skip_bad=skip_bad)
+    return rep.problems, rep.summary()
+
+
+def _restore(store: object, root: Path) -> None:
+    from infx.interop.ingest import restore_imports
+
+    for name in restore_imports(store, root):  # type: ignore[arg-type]
+        typer.echo(f"restored imported run {name}")
+
+
 def register(app: typer.Typer) -> None:
+    from infx.results.cli import AFTER_INGEST, INGEST_FORMATS, results_root
+
+    INGEST_FORMATS["inferencex"] = _ingest
+    if _restore not in AFTER_INGEST:
+        AFTER_INGEST.append(_restore)
+
     @app.command("export")
     @exit_on_error
     def export(
-        results: Annotated[Path, typer.Argument(help="A results directory (or one run directory in it).")],
+        results: Annotated[Path | None, typer.Argument(help="A results directory (or one run directory in it; "
+                                                             "default: the workspace's results/).")] = None,
         fmt: Annotated[str, typer.Option("--format", help="Output format: inferencex.")] = "inferencex",
         output: Annotated[Path, typer.Option("-o", "--output", help="Directory to write (one folder per run).")]
         = Path("inferencex-export"),
@@ -31,7 +52,7 @@ def register(app: typer.Typer) -> None:
 
         if fmt != "inferencex":
             raise InfxError(Diagnostic(f"--format: expected inferencex, got {fmt!r}"))
-        root, runs = locate_results(results)
+        root, runs = locate_results(results_root(results))
         rd = ResultsDir(root)
         measured = runs if runs is not None else rd.runs()
         imported: list[str] = []

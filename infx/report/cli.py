@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -41,6 +42,10 @@ def _open_store(results: Path, *, quiet: bool = False):  # type: ignore[no-untyp
     require_results(root, runs)
     store = Store(root / "infx.db")
     report = store.ingest_dir(root, runs)
+    if runs is None:
+        from infx.interop.ingest import restore_imports
+
+        restore_imports(store, root)  # imported InferenceX runs, when the database was rebuilt
     for d in report.problems:
         warn(Diagnostic(d.message, d.file, d.line, d.col, d.path, "warning"))
     if not quiet and report.ingested:
@@ -93,6 +98,12 @@ def register(app: typer.Typer) -> None:
                     raise InfxError(Diagnostic(f"run {r!r} not found (runs: {', '.join(known) or 'none'})"))
             measured = load_measured(store, [run_id] + ([baseline] if baseline else []),
                                      gpus_per_node=_resolver(store, gpus_per_node, runners))
+            published = None
+            if baseline and store.origin(baseline) == "imported":  # published InferenceX results: its PR table too
+                from infx.interop.prtable import pr_comparison
+                from infx.results.store import locate_results
+
+                published = pr_comparison(store, locate_results(results_root(results))[0], run_id, baseline)
         finally:
             store.close()
         if baseline:
@@ -102,9 +113,17 @@ def register(app: typer.Typer) -> None:
             cs = compare_arms(measured, run_id, arm_a, arm_b, x_metric=x, y_metric=metric, norm=per,
                               at=targets, ladder_points=ladder)
         if as_json:
-            typer.echo(cs.model_dump_json(indent=2))
+            if published is not None:
+                typer.echo(json.dumps({"frontiers": cs.model_dump(mode="json"),
+                                       "inferencex": published.model_dump(mode="json")}, indent=2))
+            else:
+                typer.echo(cs.model_dump_json(indent=2))
             return
         _print_comparisons(cs)
+        if published is not None:
+            from infx.interop.prtable import print_table
+
+            print_table(published)
         if not cs.comparisons:
             raise SystemExit(1)
 
