@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
     {"preflight"},
     {"changelog"},
     {"results"},
+    {"interop"},       # InferenceX result files in and out (reads the store; the analysis and report build on it)
     {"analysis"},
     {"report"},
     {"sweep"},
