@@ -275,6 +275,9 @@ def ingest_inferencex(paths: list[Path], results_root: Path, name: str, *, skip_
     run_dir = results_root / name
     if (run_dir / MANIFEST).is_file():
         raise InfxError(Diagnostic(f"{run_dir} is a measured run: choose another --name for the imported one"))
+    if run_dir.exists() and not (run_dir / IMPORT_FILE).is_file():
+        raise InfxError(Diagnostic(f"{run_dir} exists and is not an imported run (no {IMPORT_FILE}): "
+                                   "choose another --name"))
     store = Store(results_root / "infx.db")
     try:
         origin = store.origin(name)

@@ -181,6 +181,11 @@ def test_imported_never_replaces_a_measured_run(tmp_path: Path) -> None:
     with pytest.raises(InfxError, match="measured run"):
         ingest_inferencex([agg], root, "mine")
     assert not (root / "mine" / "import.json").exists()
+    (root / "notes").mkdir()
+    (root / "notes" / "keep.txt").write_text("mine")
+    with pytest.raises(InfxError, match="not an imported run"):
+        ingest_inferencex([agg], root, "notes")
+    assert (root / "notes" / "keep.txt").read_text() == "mine"  # a foreign directory is never replaced
     # importing the same name again replaces the imported run as a whole (idempotent)
     copy = tmp_path / "agg_copy.json"
     copy.write_bytes(agg.read_bytes())
