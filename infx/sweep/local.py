@@ -153,6 +153,11 @@ class LocalStarter:
     def start(self, group: LaunchGroup, log_path: Path) -> LocalEngine:
         from infx.engines.server import free_port
 
+        if group.points[0].multinode:  # several roles: infx.sweep.deployment
+            from infx.sweep.deployment import start_deployment
+
+            cap = self.ready_timeout_for(group) if self.ready_timeout_for else None
+            return start_deployment(self.render_at_port, group, log_path, cap)  # type: ignore[return-value]
         launch = self.render_at_port(group.points[0], free_port())
         if launch.fingerprint != group.fingerprint:
             raise LaunchFailed("fingerprint-drift", "the launch rendered now differs from the planned one "

@@ -20,7 +20,11 @@ def renderer_at_port(recipes_path: str | None, workspace: Workspace | None = Non
 
     recipes = workspace_recipes(recipes_path, workspace)
 
-    def render(point: Point, port: int) -> Any:
+    def render(point: Point, port: int, **deployment: Any) -> Any:
+        if point.multinode:  # every role of the deployment (engines stage, infx.engines.disagg)
+            from infx.engines.disagg.render import render_deployment
+
+            return render_deployment(point, recipes, port=port, **deployment)
         return render_launch(point, recipes, port=port)
 
     return render

@@ -1,0 +1,1 @@
+"""Multi-role (disaggregated prefill/decode) deployments: typed model, renderers, local process groups."""

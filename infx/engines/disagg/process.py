@@ -1,0 +1,214 @@
+"""Run a :class:`~infx.engines.disagg.model.Deployment` on this host: every role instance is a local
+process in its own process group.
+
+Order: workers (prefill and decode) start together (on 2 cores two vLLM-CPU servers take ~90 s to be
+healthy together), then the router once every worker answers its readiness endpoint, then the router's
+own readiness. A role that exits at any time is reported with its name, exit status and log tail.
+Teardown stops the router first, then every worker group (SIGTERM, SIGKILL after a grace period), waits
+until each group is empty and removes the KV connector's shared directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from infx.engines.disagg.model import Deployment, Role
+from infx.engines.server import _group_alive, http_ok, kill_group, port_is_free
+
+
+class RoleFailure(Exception):
+    """A role that did not come up or died: ``kind`` is ``port-in-use``, ``exited``, ``killed`` or ``timeout``."""
+
+    def __init__(self, role: str, kind: str, message: str, log_tail: str = ""):
+        self.role, self.kind, self.message, self.log_tail = role, kind, message, log_tail
+        super().__init__(f"role {role} {kind}: {message}")
+
+
+@dataclass
+class RoleProcess:
+    role: Role
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+    ready_s: float | None = None
+    stop_s: float | None = None
+
+    def start(self) -> None:
+        launch = self.role.launch
+        if not port_is_free(launch.port, launch.host):
+            raise RoleFailure(self.role.name, "port-in-use", f"port {launch.port} on {launch.host} is in use")
+        env = dict(os.environ)
+        env.update(launch.env)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(launch.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                         env=env, process_group=0)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def tail(self, lines: int = 30) -> str:
+        return "".join(self.log_text().splitlines(True)[-lines:])
+
+    def exit_failure(self) -> RoleFailure | None:
+        if self.proc is None or self.proc.poll() is None:
+            return None
+        rc = self.proc.returncode
+        if rc < 0:
+            name = signal.Signals(-rc).name if -rc in signal.Signals._value2member_map_ else str(-rc)
+            return RoleFailure(self.role.name, "killed", f"pid {self.proc.pid} killed by {name}", self.tail())
+        return RoleFailure(self.role.name, "exited", f"pid {self.proc.pid} exited with code {rc}", self.tail())
+
+    def stop(self, grace: float = 15.0) -> None:
+        if self.proc is None:
+            return
+        t0 = time.monotonic()
+        kill_group(self.proc.pid, grace=grace)
+        try:
+            self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL already sent
+            pass
+        self.stop_s = time.monotonic() - t0
+
+    def group_alive(self) -> bool:
+        return self.proc is not None and _group_alive(self.proc.pid)
+
+
+@dataclass
+class DeploymentProcess:
+    """Start, await and stop every role of a deployment (local runtime)."""
+
+    deployment: Deployment
+    log_dir: Path
+    log_prefix: str
+    kv_dir: Path | None = None  # removed at stop()
+    roles: list[RoleProcess] = field(default_factory=list)
+    started_at: float = 0.0
+    startup_s: float | None = None
+    teardown_s: float | None = None
+
+    def __post_init__(self) -> None:
+        self.roles = [RoleProcess(r, self.log_dir / f"{self.log_prefix}.{r.name}.log") for r in self.deployment.roles]
+
+    def role(self, name: str) -> RoleProcess:
+        return next(rp for rp in self.roles if rp.role.name == name)
+
+    @property
+    def workers(self) -> list[RoleProcess]:
+        return [rp for rp in self.roles if rp.role.kind != "router" and rp.role.kind != "frontend"]
+
+    @property
+    def entries(self) -> list[RoleProcess]:
+        return [rp for rp in self.roles if rp.role.kind in ("router", "frontend")]
+
+    def start_workers(self) -> None:
+        self.started_at = time.monotonic()
+        for rp in self.workers:
+            rp.start()
+
+    def _await(self, group: list[RoleProcess], deadline: float, poll: float) -> None:
+        pending = list(group)
+        while pending:
+            self.check()
+            for rp in list(pending):
+                if http_ok(rp.role.launch.readiness_url, timeout=1.0):
+                    rp.ready_s = time.monotonic() - self.started_at
+                    pending.remove(rp)
+            if pending and time.monotonic() >= deadline:
+                rp = pending[0]
+                raise RoleFailure(rp.role.name, "timeout", f"not ready at {rp.role.launch.readiness_url} "
+                                  f"after {deadline - self.started_at:.0f} s", rp.tail())
+            if pending:
+                time.sleep(poll)
+
+    def wait_ready(self, timeout: float, poll: float = 0.5) -> float:
+        """Every worker ready, then the router started and ready. Returns the deployment start-up seconds."""
+        deadline = (self.started_at or time.monotonic()) + timeout
+        self._await(self.workers, deadline, poll)
+        for rp in self.entries:
+            rp.start()
+        self._await(self.entries, deadline, poll)
+        self.startup_s = time.monotonic() - self.started_at
+        return self.startup_s
+
+    def check(self) -> None:
+        """Raise the :class:`RoleFailure` of the first role that is no longer running."""
+        for rp in self.roles:
+            failure = rp.exit_failure()
+            if failure is not None:
+                raise failure
+
+    def failure(self) -> RoleFailure | None:
+        try:
+            self.check()
+        except RoleFailure as exc:
+            return exc
+        return None
+
+    def stop(self, grace: float = 15.0) -> float:
+        """Router first, then the workers; every group gone; the KV directory removed. Returns seconds."""
+        t0 = time.monotonic()
+        for rp in [*self.entries, *self.workers]:
+            rp.stop(grace)
+        if self.kv_dir is not None:
+            shutil.rmtree(self.kv_dir, ignore_errors=True)
+        self.teardown_s = time.monotonic() - t0
+        return self.teardown_s
+
+    def all_gone(self) -> bool:
+        return not any(rp.group_alive() for rp in self.roles)
+
+    def pids(self) -> dict[str, int]:
+        return {rp.role.name: rp.proc.pid for rp in self.roles if rp.proc is not None}
+
+
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eE]+|NaN)', re.M)
+
+
+def scrape(url: str, timeout: float = 3.0) -> dict[str, float]:
+    """A Prometheus text page as ``name{labels}`` -> value (empty when unreachable)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            text = resp.read().decode("utf-8", errors="replace")
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, float] = {}
+    for m in _SAMPLE.finditer(text):
+        try:
+            out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+        except ValueError:
+            continue
+    return out
+
+
+def sum_samples(samples: dict[str, float], name: str, label: str = "") -> float:
+    return sum(v for k, v in samples.items() if k.split("{", 1)[0] == name and label in k)
+
+
+def pd_evidence(proc: DeploymentProcess) -> dict[str, float]:
+    """What shows KV really moved: decode's prompt tokens by source and prefill's generated tokens."""
+    out: dict[str, float] = {}
+    for rp in proc.roles:
+        if rp.role.kind not in ("prefill", "decode"):
+            continue
+        s = scrape(rp.role.launch.metrics_url)
+        out[f"{rp.role.name}.external_kv_transfer_tokens"] = sum_samples(
+            s, "vllm:prompt_tokens_by_source_total", 'source="external_kv_transfer"')
+        out[f"{rp.role.name}.local_compute_tokens"] = sum_samples(
+            s, "vllm:prompt_tokens_by_source_total", 'source="local_compute"')
+        out[f"{rp.role.name}.generation_tokens"] = sum_samples(s, "vllm:generation_tokens_total")
+        out[f"{rp.role.name}.requests"] = sum_samples(s, "vllm:request_success_total")
+    return out

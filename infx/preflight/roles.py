@@ -1,0 +1,77 @@
+"""Preflight of a multi-role deployment: memory per worker role (prefill and decode separately, each
+checked as the single-node server one of its instances is) and the nodes/GPUs the whole deployment
+takes against the runner's capacity.
+
+Transfer buffers of the KV connector are not modelled separately (no card lists them yet); they fall
+under each role's runtime overhead.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from infx.matrix.point import Point
+from infx.preflight.verdict import Check
+
+
+def _engine_family(engine: str) -> str:
+    e = engine.lower()
+    for fam in ("sglang", "trt", "vllm"):
+        if fam in e:
+            return fam
+    return e
+
+
+def capacity_check(point: Point, deployment: Any, runners: Any, gpus_per_node: int | None) -> Check:
+    """Nodes and GPUs the deployment takes (every worker role x count x GPUs) vs the runner's fleet."""
+    gpus = sum(r.gpus for r in deployment.roles)
+    labels = getattr(runners, "labels", None) or {}
+    nodes = len(labels.get(point.runner, [])) or None
+    if not gpus_per_node:
+        return Check(name="capacity", status="warn", message=f"deployment takes {gpus} GPU(s); runner "
+                     f"'{point.runner}' has no gpus-per-node in runners.yaml", details={"gpus": gpus})
+    need_nodes = math.ceil(gpus / gpus_per_node) if gpus else 1
+    msg = f"deployment takes {gpus} GPU(s) = {need_nodes} node(s) x {gpus_per_node}"
+    details = {"gpus": gpus, "nodes": need_nodes, "gpus_per_node": gpus_per_node, "runner_nodes": nodes}
+    local_cpu = point.runner in ("local", "cluster:local")
+    if nodes is not None and need_nodes > nodes and not local_cpu:
+        return Check(name="capacity", status="fail", message=msg + f"; runner '{point.runner}' has {nodes} node(s)",
+                     details=details)
+    if local_cpu:
+        msg = f"{len([r for r in deployment.roles if r.kind in ('prefill', 'decode')])} CPU worker(s) on this host"
+    return Check(name="capacity", status="ok", message=msg, details=details)
+
+
+def role_checks(point: Point, deployment: Any, cards: Any, hw: Any, runners: Any, node: Any,
+                runtime_overhead_bytes: int | None = None) -> list[Check]:
+    from infx.engines.disagg.vllm_pd import role_point
+    from infx.preflight.gate import memory_summary
+    from infx.preflight.launchargs import engine_settings
+    from infx.preflight.memory import check_memory
+
+    card = cards.model_for(point.model_prefix)
+    checks: list[Check] = []
+    for role in deployment.roles:
+        if role.kind not in ("prefill", "decode"):
+            continue
+        worker = point.prefill if role.kind == "prefill" else point.decode
+        rp = role_point(point, worker)
+        try:
+            settings = engine_settings(
+                _engine_family(role.launch.engine), role.launch.argv, role.launch.env,
+                device_kind="cpu" if (hw is not None and hw.kind == "cpu") else "gpu",
+                capacity_bytes=hw.memory if hw else None, point_tp=rp.tp, point_pp=rp.pp,
+                point_max_model_len=rp.max_model_len, card_max_context=card.max_context if card else None,
+                files=role.launch.files)
+        except ValueError as exc:
+            checks.append(Check(name=f"launch-args:{role.name}", status="fail", message=str(exc)))
+            continue
+        kw = {} if runtime_overhead_bytes is None else {"runtime_overhead_bytes": runtime_overhead_bytes}
+        mem = check_memory(rp, settings, card, hw, node, **kw)
+        checks.append(Check(name=f"memory:{role.name}", status=mem.status,
+                            message=f"{role.name} x{role.count} ({role.gpus_per_instance} GPU each): "
+                                    + memory_summary(mem)))
+    gpn = getattr(node, "gpus_per_node", None) if node is not None else None
+    checks.append(capacity_check(point, deployment, runners, gpn))
+    return checks
