@@ -17,6 +17,9 @@ import numpy as np
 
 from infx.analysis.frontier import Axis, Direction, StepFrontier
 from infx.analysis.pernode import Normalisation, node_factor
+from infx.analysis.perrole import is_disagg
+from infx.analysis.perrole import per_gpu as role_per_gpu
+from infx.analysis.perrole import per_node as role_per_node
 from infx.diagnostics import Diagnostic, InfxError
 
 XMetric = Literal["interactivity", "interactivity_p90"]
@@ -102,11 +105,25 @@ class Measured:
     # The load generator's ``streaming`` check warned: responses arrived in one burst (buffered by the server,
     # or a starved client), so TPOT and interactivity are not real; they are left out (None) of frontiers
     buffered_stream: bool = False
+    # disaggregated deployments (issue 15): GPUs per role; per-GPU figures are normalised per role
+    prefill_gpus: int | None = None
+    decode_gpus: int | None = None
+
+    @property
+    def disagg(self) -> bool:
+        return is_disagg(self.prefill_gpus, self.decode_gpus)
 
     def throughput(self, metric: YMetric, norm: Normalisation) -> float | None:
         per_server = self.total_tok_per_s if metric == "total" else self.output_tok_per_s
         if norm == "server":
             return per_server
+        if self.disagg:
+            assert self.prefill_gpus is not None and self.decode_gpus is not None
+            if norm == "gpu":
+                return role_per_gpu(per_server, metric, self.prefill_gpus, self.decode_gpus)
+            if self.gpus_per_node is None:
+                return None
+            return role_per_node(per_server, self.prefill_gpus, self.decode_gpus, self.gpus_per_node)
         if norm == "gpu":
             return per_server / self.gpus_per_server
         if self.gpus_per_node is None:
@@ -123,7 +140,8 @@ SELECT p.run_id, p.point_id, p.model_prefix, p.precision, p.hardware, p.framewor
        p.runner, p.image, p.conc, p.gpus_per_server, p.launch_fingerprint,
        r.interactivity_median, r.interactivity_p90, r.output_tok_per_s, r.total_tok_per_s,
        r.ttft_median, r.ttft_p90, r.ttft_p99, r.tpot_median, r.itl_median, r.itl_p90, r.itl_p99,
-       r.e2el_median, r.e2el_p90, r.success_rate, s.kv_cache_tokens, r.checks_json
+       r.e2el_median, r.e2el_p90, r.success_rate, s.kv_cache_tokens, p.prefill_gpus, p.decode_gpus, p.disagg,
+       r.checks_json
 FROM points p JOIN results r ON r.run_id = p.run_id AND r.point_id = p.point_id
 LEFT JOIN startup s ON s.run_id = p.run_id AND s.point_id = p.point_id
 WHERE p.state = 'done'
@@ -191,12 +209,13 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
         arm = arms.get(ak)
         if arm is None:
             arm = arms[ak] = ArmKey(*ak)
-        metrics = list(row[16:-1])
+        metrics = list(row[16:-4])
+        pg, dg = (row[-4], row[-3]) if row[-2] else (None, None)
         buffered = streaming_warned(row[-1])
         if buffered:
             metrics[1] = metrics[2] = None  # interactivity median / P90: from a burst, not a stream
         out.append(Measured(run_id, row[1], workload, arm, runner, row[13], row[14], row[15], nodes[key], *metrics,
-                            buffered_stream=buffered))
+                            buffered_stream=buffered, prefill_gpus=pg, decode_gpus=dg))
     return out
 
 
@@ -237,6 +256,9 @@ def frontier_membership(measured: Sequence[Measured], *, x_metric: XMetric = "in
             spn = np.floor(gpn / gps)
             factor = np.where(spn >= 1, spn, 1.0 / np.maximum(1.0, np.ceil(gps / gpn)))
         ys = per_server * factor
+    for i, m in enumerate(measured):  # disaggregated points: per-role normalisation
+        if m.disagg and norm != "server":
+            ys[i] = _nan(m.throughput(y_metric, norm))
     return grouped_pareto_mask(groups, xs, ys, X_AXES[x_metric].direction, Direction.MAX)
 
 

@@ -78,6 +78,8 @@ def register(app: typer.Typer) -> None:
         gpus_per_node: GpnOpt = None,
         runners: RunnersOpt = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+        agg_vs_disagg: Annotated[bool, typer.Option("--agg-vs-disagg", help="Aggregated against disaggregated "
+                                                    "deployments of each workload at equal GPU count.")] = False,
     ) -> None:
         """Throughput ratio of two arms (or a run vs a baseline) at equal interactivity, read off step frontiers."""
         from infx.analysis.compare import compare_arms, compare_runs
@@ -106,7 +108,12 @@ def register(app: typer.Typer) -> None:
                 published = pr_comparison(store, locate_results(results_root(results))[0], run_id, baseline)
         finally:
             store.close()
-        if baseline:
+        if agg_vs_disagg:
+            from infx.analysis.aggdisagg import compare_agg_disagg
+
+            cs = compare_agg_disagg(measured, run_id, x_metric=x, y_metric=metric, norm=per, at=targets,
+                                    ladder_points=ladder)
+        elif baseline:
             cs = compare_runs(measured, run_id, baseline, arm=arm, x_metric=x, y_metric=metric, norm=per,
                               at=targets, ladder_points=ladder)
         else:

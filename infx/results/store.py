@@ -89,6 +89,11 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         "CREATE INDEX points_identity ON points (model_prefix, hardware, framework, precision, scenario, isl, osl)",
         "CREATE INDEX points_state ON points (run_id, state)",
     ]),
+    (5, [  # issue 15: multi-role deployments, GPUs per role (per-role normalisation)
+        "ALTER TABLE points ADD COLUMN prefill_gpus INTEGER",
+        "ALTER TABLE points ADD COLUMN decode_gpus INTEGER",
+        "ALTER TABLE points ADD COLUMN disagg INTEGER NOT NULL DEFAULT 0",
+    ]),
     (6, [  # InferenceX interop (infx.interop): imported runs are marked and keep their published files
         "ALTER TABLE runs ADD COLUMN origin TEXT NOT NULL DEFAULT 'measured'",
         """CREATE TABLE imported_agg (
@@ -112,7 +117,7 @@ _POINT_COLS = (
     "run_id", "point_id", "digest", "model", "model_prefix", "hardware", "runner", "framework",
     "precision", "topology", "tp", "pp", "ep", "dp_attn", "dcp", "pcp", "multinode",
     "gpus_per_server", "conc", "scenario", "isl", "osl", "spec_decoding", "kv_offloading",
-    "image", "launch_fingerprint", "state", "point_json",
+    "image", "launch_fingerprint", "state", "point_json", "prefill_gpus", "decode_gpus", "disagg",
 )
 
 
@@ -170,7 +175,8 @@ class _Rows:
             b.run_id, p.point_id, b.digest, p.model, p.model_prefix, hardware_of(p.runner), p.runner,
             p.framework, p.precision, topo, p.tp, p.pp, p.ep, int(p.dp_attn), p.dcp_size, p.pcp_size,
             int(p.multinode), p.gpus_per_server, point_conc(p, r), p.scenario_type, p.isl, p.osl,
-            p.spec_decoding, p.kv_offloading, p.image, b.launch_fingerprint, s.state, b.point_json))
+            p.spec_decoding, p.kv_offloading, p.image, b.launch_fingerprint, s.state, b.point_json,
+            *role_gpus_of(p)))
         if r is not None:
             m, t = r.metrics, r.metrics.throughput
             self.results.append((
@@ -200,6 +206,15 @@ def hardware_of(runner: str) -> str:
     """``cluster:mi355x-amds`` -> ``mi355x``; ``h200-multinode`` -> ``h200``."""
     name = runner.split(":", 1)[-1]
     return name.split("-", 1)[0].split("_", 1)[0] or name
+
+
+def role_gpus_of(point: Point) -> tuple[int | None, int | None, int]:
+    """(prefill GPUs, decode GPUs, disaggregated) of a multinode point; (None, None, 0) single-node.
+    A row of a disagg entry with an empty pool (``num-worker: 0``) is aggregated."""
+    if point.prefill is None or point.decode is None:
+        return None, None, 0
+    p, d = point.prefill.gpus, point.decode.gpus
+    return p, d, int(point.disagg and p > 0 and d > 0)
 
 
 def topology_label(point: Point) -> str:
