@@ -177,6 +177,10 @@ def load_catalog_and_runners(config_files: Sequence[str | Path], runner_config: 
         runners = load_runners(runner_config)
     except InfxError as exc:
         diags.extend(exc.diagnostics)
+    if catalog is not None and runners is not None:  # deployments that cannot fit their runner (issue 15)
+        from infx.catalog.topology import capacity_problems
+
+        diags.extend(capacity_problems(catalog, runners))
     if diags:
         raise InfxError(diags)
     assert catalog is not None and runners is not None

@@ -132,18 +132,22 @@ class LocalDeployment:
 
     def _write(self) -> None:
         import json
+        import os
+
+        from infx.engines.disagg.process import in_slurm_job
 
         d = self.deployment.redacted()
         record = {
             "fingerprint": d.fingerprint, "framework": d.framework, "entry": d.entry, "disagg": d.disagg,
             "kv_transfer": d.kv_transfer.model_dump() if d.kv_transfer else None, "notes": d.notes,
             "roles": [{"name": r.name, "kind": r.kind, "count": r.count, "gpus_per_instance": r.gpus_per_instance,
-                       "argv": r.launch.argv, "port": r.launch.port, "log": str(rp.log_path),
+                       "argv": r.launch.argv, "exec_argv": rp.argv, "port": r.launch.port, "log": str(rp.log_path),
                        "pid": rp.proc.pid if rp.proc else None, "ready_s": rp.ready_s, "stop_s": rp.stop_s}
                       for r, rp in zip(d.roles, self.proc.roles)],
             "startup_s": self.proc.startup_s, "teardown_s": self.proc.teardown_s,
             "all_gone": self.proc.all_gone() if self.proc.teardown_s is not None else None,
             "pd_evidence": self.evidence,
+            "slurm_job": os.environ.get("SLURM_JOB_ID"), "slurm_steps": in_slurm_job(),
         }
         write_text(self.record_path, json.dumps(record, indent=2) + "\n")
 

@@ -82,7 +82,7 @@ def test_golden_real_rows(case: str) -> None:
 
 
 def test_golden_cpu_deployment() -> None:
-    points = select_points(["configs/cpu-master.yaml"], "configs/runners.yaml", ["tinyllama-bf16-cpu-vllm-disagg"],
+    points = select_points(["configs/cpu-master.yaml"], "configs/runners.yaml", ["disagg-tinyllama-bf16-cpu-vllm"],
                            evals="none", conc=None)
     dep = render_deployment(points[0], port=18600)
     _check_golden("cpu-vllm-example-connector", _view(dep))
@@ -96,7 +96,7 @@ def test_golden_cpu_deployment() -> None:
 
 
 def test_fingerprint_ignores_ports_and_kv_dir_but_not_topology() -> None:
-    points = select_points(["configs/cpu-master.yaml"], "configs/runners.yaml", ["tinyllama-bf16-cpu-vllm-disagg"],
+    points = select_points(["configs/cpu-master.yaml"], "configs/runners.yaml", ["disagg-tinyllama-bf16-cpu-vllm"],
                            evals="none", conc=None)
     p = points[0]
     a = render_deployment(p, port=18600)

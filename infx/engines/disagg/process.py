@@ -32,6 +32,22 @@ class RoleFailure(Exception):
         super().__init__(f"role {role} {kind}: {message}")
 
 
+def in_slurm_job() -> bool:
+    """Inside a Slurm allocation (``infx run --backend slurm``): every role becomes one job step."""
+    return bool(os.environ.get("SLURM_JOB_ID")) and os.environ.get("INFX_SLURM_STEPS", "1") != "0" \
+        and shutil.which("srun") is not None
+
+
+def step_argv(role: str, argv: list[str]) -> list[str]:
+    """``srun`` wrapper that makes one role one step of the deployment's allocation (``--overlap``: the roles
+    share the allocation's CPUs/GPUs; SIGTERM to srun is forwarded to the step and Slurm reaps its
+    process tree). Outside a Slurm job the argv is unchanged (a local process group)."""
+    if not in_slurm_job():
+        return list(argv)
+    return [shutil.which("srun") or "srun", "--overlap", "--nodes=1", "--ntasks=1", f"--job-name=infx-{role}",
+            "--kill-on-bad-exit=1", "--quiet", *argv]
+
+
 @dataclass
 class RoleProcess:
     role: Role
@@ -39,6 +55,7 @@ class RoleProcess:
     proc: subprocess.Popen[bytes] | None = None
     ready_s: float | None = None
     stop_s: float | None = None
+    argv: list[str] = field(default_factory=list)  # what was executed (srun-wrapped inside a Slurm job)
 
     def start(self) -> None:
         launch = self.role.launch
@@ -48,7 +65,8 @@ class RoleProcess:
         env.update(launch.env)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(launch.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            self.argv = step_argv(self.role.name, launch.argv)
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          env=env, process_group=0)
 
     def alive(self) -> bool:
