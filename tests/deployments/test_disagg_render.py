@@ -16,15 +16,13 @@ import pytest
 
 from infx.diagnostics import InfxError
 from infx.engines.disagg.render import render_deployment
-from infx.engines.tiny_model import repo_root
 from infx.matrix.point import Point
 from infx.matrix.select import select_points
 
-COMPAT = Path("/work/shared/compat/inferencex")
-if not COMPAT.is_dir():
-    COMPAT = repo_root().parent / "shared" / "compat" / "inferencex"
 GOLDEN = Path(__file__).parent / "golden"
 REPO = Path(__file__).resolve().parents[2]
+# the same corpus as the ``compat`` fixture (tests/conftest.py); these tests skip when it is absent
+COMPAT = Path(os.environ.get("INFX_SHARED", REPO / ".." / "shared")).resolve() / "compat" / "inferencex"
 
 #: one real catalog key per multinode framework adapter
 CASES = {
@@ -111,7 +109,7 @@ def test_fingerprint_ignores_ports_and_kv_dir_but_not_topology() -> None:
 
 @needs_compat
 def test_every_real_multinode_row_renders_or_names_its_framework() -> None:
-    from infx.matrix.generate import _load_both
+    from infx.catalog.loader import load_catalog_and_runners as _load_both
 
     catalog, _ = _load_both([str(COMPAT / "amd-master.yaml"), str(COMPAT / "nvidia-master.yaml")],
                             str(COMPAT / "runners.yaml"))

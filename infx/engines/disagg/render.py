@@ -30,9 +30,9 @@ def render_deployment(point: Point, recipes: object = None, *, port: int = 8000,
     if is_cpu_example_connector(point):
         vllm_pd.check_cpu_pools(point, point.exp_name)
         if recipes is None:
-            from infx.engines.recipes import default_recipes_dir, load_recipes
+            from infx.engines.recipes import workspace_recipes
 
-            recipes = load_recipes(default_recipes_dir())
+            recipes = workspace_recipes()
         return vllm_pd.render_cpu_pd(point, recipes, port, ports, kv_dir or vllm_pd.KV_DIR)
     if fw in ("vllm", "llmd-vllm"):
         return gpu.render_vllm_nixl(point)

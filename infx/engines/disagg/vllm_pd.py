@@ -28,13 +28,20 @@ KV_DIR = "{kv_dir}"
 
 
 def router_bin() -> Path:
-    """``vllm-router`` of the router venv made by ``make router-venv`` (``INFX_ROUTER_VENV`` overrides)."""
+    """``vllm-router`` from ``INFX_ROUTER_VENV``, else the workspace's ``.infx/router-venv`` (``make router-venv``
+    in a checkout), else one on PATH; the workspace path when none exists (the launch then fails to start)."""
     import os
+    import shutil
 
-    from infx.engines.tiny_model import repo_root
+    from infx.workspace import current
 
-    venv = Path(os.environ.get("INFX_ROUTER_VENV") or repo_root() / ".infx" / "router-venv")
-    return venv / "bin" / "vllm-router"
+    if os.environ.get("INFX_ROUTER_VENV"):
+        return Path(os.environ["INFX_ROUTER_VENV"]) / "bin" / "vllm-router"
+    local = current().cache_dir / "router-venv" / "bin" / "vllm-router"
+    if local.exists():
+        return local
+    found = shutil.which("vllm-router")
+    return Path(found) if found else local
 
 
 def role_point(point: Point, w: Worker) -> Point:
