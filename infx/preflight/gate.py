@@ -157,7 +157,7 @@ def preflight_points(
             from infx.preflight.roles import role_checks
 
             checks.extend(role_checks(point, launch, cards, hw, runners, node_facts(runners, point.runner),
-                                      opts.runtime_overhead_bytes))
+                                      opts.runtime_overhead_bytes, memory_summary))
         elif launch is not None:
             try:
                 settings = settings_for(point, launch, cards, hw)

@@ -9,6 +9,7 @@ under each role's runtime overhead.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from infx.matrix.point import Point
@@ -44,9 +45,10 @@ def capacity_check(point: Point, deployment: Any, runners: Any, gpus_per_node: i
 
 
 def role_checks(point: Point, deployment: Any, cards: Any, hw: Any, runners: Any, node: Any,
-                runtime_overhead_bytes: int | None = None) -> list[Check]:
+                runtime_overhead_bytes: int | None = None,
+                memory_summary: Callable[[Any], str] = str) -> list[Check]:
+    """``memory_summary``: the gate's one-line rendering of a memory report."""
     from infx.engines.disagg.vllm_pd import role_point
-    from infx.preflight.gate import memory_summary
     from infx.preflight.launchargs import engine_settings
     from infx.preflight.memory import check_memory
 

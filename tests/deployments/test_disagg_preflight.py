@@ -1,0 +1,46 @@
+"""Preflight per role: prefill and decode memory checked separately, the deployment's GPUs vs the runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from infx.catalog.runners import RunnerConfig
+from infx.engines.disagg.render import render_deployment
+from infx.matrix.select import select_points
+from infx.preflight.gate import preflight_points
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cpu_point():  # type: ignore[no-untyped-def]
+    (p,) = select_points([str(REPO / "configs/cpu-master.yaml")], str(REPO / "configs/runners.yaml"),
+                         ["disagg-tinyllama-bf16-cpu-vllm"], evals="none", conc=None)
+    return p
+
+
+def test_cpu_deployment_is_checked_per_role() -> None:
+    from infx.catalog import load_runners
+
+    p = _cpu_point()
+    (v,) = preflight_points([p], runners=load_runners(REPO / "configs/runners.yaml"),
+                            launches={p.point_id: render_deployment(p)})
+    checks = {c.name: c for c in v.checks}
+    assert checks["memory:prefill"].status == "ok" and checks["memory:decode"].status == "ok"
+    assert "prefill x1" in checks["memory:prefill"].message and "decode x1" in checks["memory:decode"].message
+    assert checks["capacity"].status == "ok" and v.ok_to_run
+
+
+def test_deployment_larger_than_the_fleet_fails_capacity(compat: Path) -> None:
+    (p, *_) = select_points([str(compat / "nvidia-master.yaml")], str(compat / "runners.yaml"),
+                            ["dsr1-fp4-b200-dynamo-trt"], evals="none", conc=None)
+    dep = render_deployment(p)
+    total = dep.gpus()
+    assert total > 8
+    small = RunnerConfig.model_validate({"labels": {p.runner: ["n_0"]},
+                                         "hardware": {p.runner: {"available-cpu-dram-mib": 2_000_000,
+                                                                 "gpus-per-node": 8}}})
+    (v,) = preflight_points([p], runners=small, launches={p.point_id: dep})
+    cap = next(c for c in v.checks if c.name == "capacity")
+    assert cap.status == "fail" and f"deployment takes {total} GPU(s)" in cap.message and "has 1 node(s)" in cap.message
+    assert {"memory:prefill", "memory:decode"} <= {c.name for c in v.checks}
+    assert not v.ok_to_run
