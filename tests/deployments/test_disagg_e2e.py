@@ -79,7 +79,7 @@ def test_cpu_disagg_deployment_local(tmp_path: Path, tiny_model_dir: Path) -> No
     r = subprocess.run(_run_args(tmp_path, "pd-local"), cwd=REPO, capture_output=True, text=True, timeout=840)
     rd = RunDir(tmp_path, "pd-local")
     assert r.returncode == 0, r.stderr[-4000:]
-    (pid,) = json.loads(rd.plan_file.read_text())["points"]
+    (pid,) = [d.name for d in (rd.root / "points").iterdir()]
     st = rd.read_status(pid)
     assert st is not None and st.state == "done", st
     result = rd.read_result(pid)
@@ -104,7 +104,8 @@ def test_killed_role_is_a_classified_deployment_failure(tmp_path: Path, tiny_mod
     """A role killed while the deployment comes up fails its group with the role named; every other role is
     stopped. (The orchestrator already lets other groups go on after a failed launch.)"""
     from infx.sweep.driver import RunRequest, prepare, run_local
-    from infx.sweep.local import LocalMeasurer, LocalStarter, renderer_at_port
+    from infx.sweep.local import LocalMeasurer, LocalStarter
+    from infx.sweep.rendering import renderer_at_port
 
     class KillingStarter(LocalStarter):
         def start(self, group, log_path):  # type: ignore[no-untyped-def]

@@ -27,11 +27,13 @@ def templated_launch(*, engine: str, recipe: str, image: str, template: list[str
                      host: str = "127.0.0.1", readiness_path: str = "/health", metrics_path: str = "/metrics",
                      runtime: str = "local", files: dict[str, str] | None = None,
                      consumed: list[str] | None = None) -> Launch:
-    env = dict(env or {})
+    env_template = dict(env or {})
+    env_values = {k: substitute([v], values)[0] for k, v in env_template.items()}
     return Launch(
         engine=engine, recipe=recipe, image=image, runtime=runtime,  # type: ignore[arg-type]
-        argv=substitute(template, values), env=env, files=dict(files or {}),
-        fingerprint=fingerprint(image, template + [f"file:{k}={v}" for k, v in sorted((files or {}).items())], env),
+        argv=substitute(template, values), env=env_values, files=dict(files or {}),
+        fingerprint=fingerprint(image, template + [f"file:{k}={v}" for k, v in sorted((files or {}).items())],
+                                env_template),
         host=substitute([host], values)[0], port=port, served_model_name=served_model_name, model_path=model_path,
         readiness_path=readiness_path, metrics_path=metrics_path, consumed=list(consumed or []),
     )
