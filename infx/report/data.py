@@ -47,6 +47,7 @@ class ReportData:
     baseline_manifest: RunManifest | None = None
     arm_comparison: ComparisonSet | None = None
     baseline_comparison: ComparisonSet | None = None
+    agg_disagg_comparison: ComparisonSet | None = None  # when the run holds disaggregated deployments
     notes: list[str] = field(default_factory=list)
     samples: dict[str, LatencySamples] = field(default_factory=dict)  # point id -> raw distributions
     published: PRComparison | None = None  # baseline is an imported InferenceX run: its PR table
@@ -115,6 +116,10 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
                 if got is not None:
                     data.samples[line.point_id] = got
     data.arm_comparison = compare_arms(measured, run_id, norm=norm)
+    if any(m.disagg for m in measured if m.run_id == run_id):
+        from infx.analysis.aggdisagg import compare_agg_disagg
+
+        data.agg_disagg_comparison = compare_agg_disagg(measured, run_id, norm=norm)
     if baseline:
         data.baseline_comparison = compare_runs(measured, run_id, baseline, norm=norm)
         if results_root is not None and store.origin(baseline) == "imported" and store.origin(run_id) == "measured":

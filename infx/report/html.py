@@ -237,6 +237,8 @@ def render_report(data: ReportData, *, plotly_js: Literal["inline"] | str = "inl
         from infx.report.published import published_html
 
         comparisons += published_html(data.published)
+    if data.agg_disagg_comparison is not None:
+        comparisons += comparison_html(data.agg_disagg_comparison, "agg-disagg-comparison")
     baseline_line = (f"<p>Compared against baseline run <b>{_e(data.baseline)}</b> (dashed lines, open markers).</p>"
                      if data.baseline else "")
     title = f"infx report: {m.run_id}"
