@@ -20,6 +20,16 @@ from infx.results.layout import StartupSummary
 from infx.sweep.executors import LaunchFailed, LaunchGroup
 
 
+def allocation(point: Point, gpus_per_node: int) -> tuple[int, int]:
+    """(nodes, GPUs per node) of one allocation for a multinode point: each worker pool on nodes of its own."""
+    import math
+
+    assert point.prefill is not None and point.decode is not None
+    pools = [w.gpus for w in (point.prefill, point.decode) if w.num_worker > 0]
+    nodes = sum(math.ceil(g / gpus_per_node) for g in pools) or 1
+    return nodes, min(gpus_per_node, max(pools, default=0))
+
+
 def free_ports(point: Point) -> dict[str, int]:
     from infx.engines.disagg.vllm_pd import default_ports
     from infx.engines.server import free_port

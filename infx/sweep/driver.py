@@ -88,7 +88,8 @@ class RunRequest(BaseModel):
 class PlannedGroup(BaseModel):
     fingerprint: str
     point_ids: list[str]
-    gpus: int = 0
+    gpus: int = 0  # per node (Slurm --gres=gpu:N)
+    nodes: int = 1  # a multinode deployment: one allocation across nodes (Slurm --nodes)
 
 
 class RunPlan(BaseModel):
@@ -275,11 +276,23 @@ def prepare(request: RunRequest, *, points: list[Point] | None = None,
 def write_plan(prep: Prepared) -> RunPlan:
     plan = RunPlan(request=prep.request, run_id=prep.run_id,
                    points={p.point_id: p.to_row() for p in prep.points},
-                   groups=[PlannedGroup(fingerprint=g.fingerprint, point_ids=g.point_ids, gpus=g.gpus)
-                           for g in prep.groups],
+                   groups=[_planned_group(g, prep.request.runner_config) for g in prep.groups],
                    created_at=time.time())
     save_plan(prep.run_dir, plan)
     return plan
+
+
+def _planned_group(g: Any, runner_config: str) -> PlannedGroup:
+    """A deployment across nodes asks Slurm for every node its pools take and the GPUs of one node each."""
+    point = g.points[0]
+    if point.multinode and g.gpus > 0:
+        from infx.sweep.deployment import allocation
+
+        gpn = _gpus_per_node(runner_config).get(point.runner)
+        if gpn:
+            nodes, per_node = allocation(point, gpn)
+            return PlannedGroup(fingerprint=g.fingerprint, point_ids=g.point_ids, gpus=per_node, nodes=nodes)
+    return PlannedGroup(fingerprint=g.fingerprint, point_ids=g.point_ids, gpus=g.gpus)
 
 
 def save_plan(run_dir: RunDir, plan: RunPlan) -> None:

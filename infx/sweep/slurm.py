@@ -39,7 +39,7 @@ def _need(tool: str) -> str:
     return path
 
 
-def sbatch_argv(run_dir: RunDir, groups: Sequence[PlannedGroup], *, gpus: int, python: str | None = None,
+def sbatch_argv(run_dir: RunDir, groups: Sequence[PlannedGroup], *, gpus: int, nodes: int = 1, python: str | None = None,
                 partition: str | None = None, time_limit: str | None = None, max_parallel: int | None = None,
                 extra: Sequence[str] = ()) -> list[str]:
     """The ``sbatch`` argv for one job (one group) or one array (several groups with the same GPU count)."""
@@ -52,6 +52,8 @@ def sbatch_argv(run_dir: RunDir, groups: Sequence[PlannedGroup], *, gpus: int, p
         argv.append(f"--array={spec}")
     if gpus > 0:
         argv.append(f"--gres=gpu:{gpus}")
+    if nodes > 1:  # a deployment across nodes: one allocation, one step per role inside it
+        argv.append(f"--nodes={nodes}")
     if partition:
         argv.append(f"--partition={partition}")
     if time_limit:
@@ -73,12 +75,12 @@ def submit(run_dir: RunDir, plan: RunPlan, groups: Sequence[PlannedGroup] | None
     groups = list(plan.groups if groups is None else groups)
     write_text(run_dir.root / "slurm" / "job.sh", JOB_SCRIPT)
     os.chmod(run_dir.root / "slurm" / "job.sh", 0o755)
-    by_gpus: dict[int, list[PlannedGroup]] = {}
+    by_gpus: dict[tuple[int, int], list[PlannedGroup]] = {}
     for g in groups:
-        by_gpus.setdefault(g.gpus, []).append(g)
+        by_gpus.setdefault((g.gpus, g.nodes), []).append(g)
     subs: list[Submission] = []
-    for gpus, gs in by_gpus.items():
-        argv = sbatch_argv(run_dir, gs, gpus=gpus, partition=partition, time_limit=time_limit,
+    for (gpus, nodes), gs in by_gpus.items():
+        argv = sbatch_argv(run_dir, gs, gpus=gpus, nodes=nodes, partition=partition, time_limit=time_limit,
                            max_parallel=max_parallel, extra=extra)
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         if proc.returncode != 0:
