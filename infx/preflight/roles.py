@@ -54,6 +54,7 @@ def role_checks(point: Point, deployment: Any, cards: Any, hw: Any, runners: Any
 
     card = cards.model_for(point.model_prefix)
     checks: list[Check] = []
+    host: list[tuple[str, int, int]] = []  # CPU roles share one host: (role, needed, budget)
     for role in deployment.roles:
         if role.kind not in ("prefill", "decode"):
             continue
@@ -71,9 +72,17 @@ def role_checks(point: Point, deployment: Any, cards: Any, hw: Any, runners: Any
             continue
         kw = {} if runtime_overhead_bytes is None else {"runtime_overhead_bytes": runtime_overhead_bytes}
         mem = check_memory(rp, settings, card, hw, node, **kw)
+        if mem.device == "cpu":
+            host.append((role.name, mem.needed_bytes * role.count, mem.budget_bytes))
         checks.append(Check(name=f"memory:{role.name}", status=mem.status,
                             message=f"{role.name} x{role.count} ({role.gpus_per_instance} GPU each): "
                                     + memory_summary(mem)))
+    if len(host) > 1:  # every CPU role runs on this one host: their sum must fit it too
+        need, budget = sum(h[1] for h in host), max(h[2] for h in host)
+        gb = 1e9
+        checks.append(Check(name="memory:host", status="ok" if need <= budget else "fail",
+                            message=f"{' + '.join(h[0] for h in host)} on one host: needs {need / gb:.1f} GB "
+                                    f"of {budget / gb:.1f} GB", details={"needed_bytes": need, "budget_bytes": budget}))
     gpn = getattr(node, "gpus_per_node", None) if node is not None else None
     checks.append(capacity_check(point, deployment, runners, gpn))
     return checks
