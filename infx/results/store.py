@@ -126,6 +126,8 @@ def _insert(table: str, cols: tuple[str, ...]) -> str:
 
 
 _INSERT_POINT = _insert("points", _POINT_COLS)
+_ROLE_COLS = 3  # prefill_gpus, decode_gpus, disagg: added by migration 5
+_INSERT_POINT_BEFORE_5 = _insert("points", _POINT_COLS[:-_ROLE_COLS])
 _INSERT_RESULT = _insert("results", _RESULT_COLS)
 _INSERT_STARTUP = _insert("startup", ("run_id", "point_id", "kv_cache_tokens", "kv_cache_gib", "max_concurrency",
                                       "model_load_gib", "startup_s", "engine_version", "facts_json"))
@@ -478,7 +480,10 @@ class Store:
         with self.transaction():
             for table in ("results", "startup", "failures"):
                 c.executemany(f"DELETE FROM {table} WHERE run_id=? AND point_id=?", replaced)
-            c.executemany(_INSERT_POINT, rows.points)
+            if self.schema_version() >= 5:
+                c.executemany(_INSERT_POINT, rows.points)
+            else:  # a store held below migration 5 (schema_target): no per-role columns yet
+                c.executemany(_INSERT_POINT_BEFORE_5, [r[:-_ROLE_COLS] for r in rows.points])
             c.executemany(_INSERT_RESULT, rows.results)
             c.executemany(_INSERT_STARTUP, rows.startup)
             c.executemany(_INSERT_FAILURE, rows.failures)
