@@ -42,7 +42,7 @@ def once() -> dict[str, float]:
         try:
             proc.start_workers()
             startup = proc.wait_ready(600)
-            body = json.dumps({"model": dep.served_model_name, "prompt": "hello " * 400, "max_tokens": 8,
+            body = json.dumps({"model": dep.served_model_name, "prompt": "hello world " * 60, "max_tokens": 8,
                                "stream": False}).encode()
             req = urllib.request.Request(dep.base_url + "/v1/completions", body, {"Content-Type": "application/json"})
             with urllib.request.urlopen(req, timeout=120) as resp:
