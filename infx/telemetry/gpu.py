@@ -1,0 +1,152 @@
+"""GPU power samplers: the vendor tools' own CSV loops, run as subprocesses next to the measurement (as
+InferenceX's ``start_gpu_monitor``/``stop_gpu_monitor`` do), writing ``gpu_metrics.csv``.
+
+* NVIDIA: ``nvidia-smi --format=csv -l 1 --query-gpu=timestamp,index,power.draw,...`` straight into the file.
+  On stop the loop is killed, a truncated last line (no trailing newline) is dropped and one more one-shot
+  sample (``--format=csv,noheader``) is appended so the window's end is bracketed.
+* AMD: ``amd-smi metric -p -c -t -u -w 1 --csv`` (``PYTHONUNBUFFERED=1``) through a filter that keeps the
+  first header (the line starting ``timestamp,``), drops the preamble and repeated headers and flushes each
+  row. On stop it waits interval + 2 s before killing: amd-smi stamps whole seconds.
+
+Only the point's devices are sampled when they are known (``-i`` / ``-g``). A missing tool is a warning:
+no file is written, and the validation says ``telemetry_file_missing``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import IO, Literal
+
+NVIDIA_FIELDS = ("timestamp,index,power.draw,temperature.gpu,clocks.current.sm,clocks.current.memory,"
+                 "utilization.gpu,utilization.memory")
+GpuTool = Literal["nvidia-smi", "amd-smi", "none"]
+
+
+def detect_tool(choice: str) -> tuple[GpuTool, str | None]:
+    """(tool, warning): ``auto`` takes nvidia-smi, then amd-smi, from PATH."""
+    wanted = {"auto": ("nvidia-smi", "amd-smi"), "nvidia": ("nvidia-smi",), "amd": ("amd-smi",)}.get(choice, ())
+    for tool in wanted:
+        if shutil.which(tool):
+            return tool, None  # type: ignore[return-value]
+    if not wanted:
+        return "none", None
+    return "none", f"{' / '.join(wanted)} not found on PATH: no GPU power for this point"
+
+
+def drop_truncated_tail(path: Path) -> None:
+    """Remove a last line that has no trailing newline (the loop was killed mid-write)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n")
+        with path.open("r+b") as fh:
+            fh.truncate(cut + 1 if cut >= 0 else 0)
+
+
+def _stop(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class NvidiaSmiSampler:
+    def __init__(self, out: Path, devices: list[str] | None = None, interval_s: float = 1.0):
+        self.out, self.devices, self.interval_s = out, devices, interval_s
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._fh: IO[bytes] | None = None
+
+    def _argv(self, fmt: str) -> list[str]:
+        argv = ["nvidia-smi", f"--query-gpu={NVIDIA_FIELDS}", f"--format={fmt}"]
+        if self.devices:
+            argv.append("--id=" + ",".join(self.devices))
+        return argv
+
+    def start(self) -> None:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = self.out.open("wb")
+        loop = ["-l", str(max(1, round(self.interval_s)))]
+        self.proc = subprocess.Popen(self._argv("csv") + loop, stdout=self._fh, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.DEVNULL)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _stop(self.proc)
+        if self._fh is not None:
+            self._fh.close()
+        drop_truncated_tail(self.out)
+        try:  # one more sample after the window's end
+            done = subprocess.run(self._argv("csv,noheader"), capture_output=True, timeout=15, check=False)
+            if done.returncode == 0 and done.stdout:
+                with self.out.open("ab") as fh:
+                    fh.write(done.stdout if done.stdout.endswith(b"\n") else done.stdout + b"\n")
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+
+class AmdSmiFilter:
+    """InferenceX's awk filter: the first ``timestamp,`` line is the header; preamble and repeated headers
+    are dropped; every kept row is flushed at once."""
+
+    def __init__(self, sink: IO[str]):
+        self.sink = sink
+        self.header: str | None = None
+
+    def feed(self, line: str) -> None:
+        if not line.endswith("\n"):
+            return  # a truncated last line (the tool was killed mid-write)
+        if line.startswith("timestamp,"):
+            if self.header is None:
+                self.header = line
+                self.sink.write(line)
+                self.sink.flush()
+            return
+        if self.header is None or not line.strip():
+            return
+        self.sink.write(line)
+        self.sink.flush()
+
+
+class AmdSmiSampler:
+    def __init__(self, out: Path, devices: list[str] | None = None, interval_s: float = 1.0,
+                 settle_s: float | None = None):
+        self.out, self.devices, self.interval_s = out, devices, interval_s
+        self.settle_s = interval_s + 2.0 if settle_s is None else settle_s
+        self.proc: subprocess.Popen[str] | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        argv = ["amd-smi", "metric", "-p", "-c", "-t", "-u", "-w", str(max(1, round(self.interval_s))), "--csv"]
+        if self.devices:
+            argv += ["-g", *self.devices]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                     text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self._thread = threading.Thread(target=self._pump, name="infx-amd-smi", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        with self.out.open("w", encoding="utf-8") as fh:
+            filt = AmdSmiFilter(fh)
+            for line in self.proc.stdout:
+                filt.feed(line)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        time.sleep(self.settle_s)
+        _stop(self.proc)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
