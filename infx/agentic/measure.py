@@ -153,8 +153,18 @@ def build_result(
         checks=checks,
         versions=_versions(),
         point=point_row,
-        extra={"agentic": extra},
+        extra={"agentic": extra, "clock": _clock(outcome, profiled)},
     )
+
+
+def _clock(outcome: ReplayOutcome, profiled: list[RequestRecord]) -> dict[str, Any]:
+    """The replay's monotonic/unix anchor and its measured window (first send to last end), as the load
+    generator records it: telemetry aligns its wall-clock samples to this window."""
+    from infx.metrics.compute import measurement_window
+
+    window = measurement_window(profiled)
+    return {"monotonic_ns": outcome.started_ns, "unix_ns": int(outcome.wall_started * 1e9),
+            "window_ns": list(window) if window else None}
 
 
 def _mean_in_flight(records: list[RequestRecord]) -> float | None:

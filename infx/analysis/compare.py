@@ -266,7 +266,7 @@ def compare_arms(measured: Sequence[Measured], run_id: str, a: str | None = None
     from infx.analysis.dataset import match_arm, require_nodes, series
 
     pts = [m for m in measured if m.run_id == run_id]
-    if norm == "node":
+    if norm == "node" and y_metric != "energy":  # energy per token is whole-deployment: no node count
         require_nodes(pts)
     notes: list[str] = []
     out: list[Comparison] = []
@@ -300,7 +300,7 @@ def compare_runs(measured: Sequence[Measured], run_id: str, baseline: str, *, ar
     from infx.analysis.dataset import NORM_UNITS, match_arm, require_nodes, series
 
     pts = [m for m in measured if m.run_id in (run_id, baseline)]
-    if norm == "node":
+    if norm == "node" and y_metric != "energy":  # energy per token is whole-deployment: no node count
         require_nodes(pts)
     notes: list[str] = []
     out: list[Comparison] = []

@@ -23,17 +23,19 @@ from infx.analysis.perrole import per_node as role_per_node
 from infx.diagnostics import Diagnostic, InfxError
 
 XMetric = Literal["interactivity", "interactivity_p90"]
-YMetric = Literal["total", "output"]
+YMetric = Literal["total", "output", "energy"]  # energy: output tokens per joule (whole deployment)
 
 X_AXES: dict[str, Axis] = {
     "interactivity": Axis("interactivity_median", "Interactivity (median)", "tok/s/user", Direction.MAX),
     "interactivity_p90": Axis("interactivity_p90", "Interactivity (P90 TPOT)", "tok/s/user", Direction.MAX),
 }
-Y_COLUMNS: dict[str, str] = {"total": "total_tok_per_s", "output": "output_tok_per_s"}
+Y_COLUMNS: dict[str, str] = {"total": "total_tok_per_s", "output": "output_tok_per_s", "energy": "output_tok_per_j"}
 NORM_UNITS: dict[str, str] = {"gpu": "per GPU", "node": "per node", "server": "per server"}
 
 
 def y_axis(metric: YMetric, norm: Normalisation) -> Axis:
+    if metric == "energy":  # whole-deployment energy: no per-GPU/per-node normalisation applies
+        return Axis("output_tok_per_j", "Output tokens per joule", "tok/J", Direction.MAX)
     return Axis(f"{Y_COLUMNS[metric]}_{norm}", f"{metric.capitalize()} tok/s {NORM_UNITS[norm]}",
                 f"tok/s/{norm}", Direction.MAX)
 
@@ -112,8 +114,17 @@ class Measured:
     @property
     def disagg(self) -> bool:
         return is_disagg(self.prefill_gpus, self.decode_gpus)
+    # telemetry: InferenceX's joules_per_output_token (GPU energy); None unless the point's power was valid
+    joules_per_output_token: float | None = None
+
+    @property
+    def output_tok_per_j(self) -> float | None:
+        j = self.joules_per_output_token
+        return 1.0 / j if j else None
 
     def throughput(self, metric: YMetric, norm: Normalisation) -> float | None:
+        if metric == "energy":
+            return self.output_tok_per_j
         per_server = self.total_tok_per_s if metric == "total" else self.output_tok_per_s
         if norm == "server":
             return per_server
@@ -141,9 +152,10 @@ SELECT p.run_id, p.point_id, p.model_prefix, p.precision, p.hardware, p.framewor
        r.interactivity_median, r.interactivity_p90, r.output_tok_per_s, r.total_tok_per_s,
        r.ttft_median, r.ttft_p90, r.ttft_p99, r.tpot_median, r.itl_median, r.itl_p90, r.itl_p99,
        r.e2el_median, r.e2el_p90, r.success_rate, s.kv_cache_tokens, p.prefill_gpus, p.decode_gpus, p.disagg,
-       r.checks_json
+       r.checks_json, t.joules_per_output_token
 FROM points p JOIN results r ON r.run_id = p.run_id AND r.point_id = p.point_id
 LEFT JOIN startup s ON s.run_id = p.run_id AND s.point_id = p.point_id
+LEFT JOIN telemetry t ON t.run_id = p.run_id AND t.point_id = p.point_id AND t.power_valid = 1
 WHERE p.state = 'done'
 """
 
@@ -209,13 +221,14 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
         arm = arms.get(ak)
         if arm is None:
             arm = arms[ak] = ArmKey(*ak)
-        metrics = list(row[16:-4])
-        pg, dg = (row[-4], row[-3]) if row[-2] else (None, None)
-        buffered = streaming_warned(row[-1])
+        metrics = list(row[16:-5])
+        pg, dg = (row[-5], row[-4]) if row[-3] else (None, None)
+        buffered = streaming_warned(row[-2])
         if buffered:
             metrics[1] = metrics[2] = None  # interactivity median / P90: from a burst, not a stream
         out.append(Measured(run_id, row[1], workload, arm, runner, row[13], row[14], row[15], nodes[key], *metrics,
-                            buffered_stream=buffered, prefill_gpus=pg, decode_gpus=dg))
+                            buffered_stream=buffered, prefill_gpus=pg, decode_gpus=dg,
+                            joules_per_output_token=row[-1]))
     return out
 
 
@@ -242,6 +255,9 @@ def frontier_membership(measured: Sequence[Measured], *, x_metric: XMetric = "in
     groups = np.fromiter((ids.setdefault((m.run_id, m.workload, m.arm), len(ids)) for m in measured),
                          dtype=np.int64, count=n)
     xs = np.fromiter((_nan(m.x(x_metric)) for m in measured), dtype=float, count=n)
+    if y_metric == "energy":
+        ys = np.fromiter((_nan(m.output_tok_per_j) for m in measured), dtype=float, count=n)
+        return grouped_pareto_mask(groups, xs, ys, X_AXES[x_metric].direction, Direction.MAX)
     per_server = np.fromiter((m.total_tok_per_s if y_metric == "total" else m.output_tok_per_s for m in measured),
                              dtype=float, count=n)
     gps = np.fromiter((m.gpus_per_server for m in measured), dtype=float, count=n)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from infx.analysis.compare import ComparisonSet, compare_arms, compare_runs
 from infx.analysis.dataset import (
@@ -51,6 +52,7 @@ class ReportData:
     notes: list[str] = field(default_factory=list)
     samples: dict[str, LatencySamples] = field(default_factory=dict)  # point id -> raw distributions
     published: PRComparison | None = None  # baseline is an imported InferenceX run: its PR table
+    telemetry: list[Any] = field(default_factory=list)  # infx.report.telemetry.PointTelemetry, this run's points
 
     @property
     def per_node_known(self) -> bool:
@@ -59,6 +61,24 @@ class ReportData:
     @property
     def norm(self) -> str:
         return "node" if self.per_node_known else "gpu"
+
+
+def _telemetry(store: Store, rd: ResultsDir, run_id: str, lines: list[PointLine]) -> list[Any]:
+    from infx.report.telemetry import load_point, stored_figures
+
+    figures = stored_figures(store.conn, run_id)
+    out = []
+    for line in lines:
+        if line.measured is None or line.point_id not in figures:
+            continue
+        try:
+            extra = rd.read_result(run_id, line.point_id).extra
+        except InfxError:
+            continue
+        pt = load_point(rd.point_dir(run_id, line.point_id), line.point_id, line.conc, extra, figures[line.point_id])
+        if pt is not None:
+            out.append(pt)
+    return out
 
 
 def latest_run(store: Store) -> str:
@@ -115,6 +135,7 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
                 got = read_samples(path) if path.is_file() else None
                 if got is not None:
                     data.samples[line.point_id] = got
+        data.telemetry = _telemetry(store, rd, run_id, lines)
     data.arm_comparison = compare_arms(measured, run_id, norm=norm)
     if any(m.disagg for m in measured if m.run_id == run_id):
         from infx.analysis.aggdisagg import compare_agg_disagg

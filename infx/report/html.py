@@ -193,6 +193,11 @@ def workload_charts(data: ReportData) -> tuple[str, list[tuple[str, go.Figure]]]
                                                         "(step frontiers)")))
         plan.append(("gpu", charts.frontier_figure(arms, data.run_id,
                                                    f"Throughput {NORM_UNITS['gpu']} vs interactivity (step frontiers)")))
+        energy = series([m for m in data.measured if m.workload == workload], y_metric="energy", norm="gpu")
+        e_arms = _ordered(energy.get(workload, []), data.run_id)
+        if any(m.output_tok_per_j is not None for s in e_arms for m in s.points):
+            plan.append(("energy", charts.frontier_figure(e_arms, data.run_id, "Output tokens per joule vs "
+                                                          "interactivity (GPU energy, step frontiers)")))
         plan.append(("conc", charts.concurrency_figure(arms, data.run_id, "Throughput and interactivity vs concurrency")))
         plan.append(("latency", charts.latency_figure(arms, data.run_id, "TTFT and ITL vs concurrency")))
         if any(m.point_id in data.samples for s in arms if s.run_id == data.run_id for m in s.points):
@@ -208,6 +213,22 @@ def workload_charts(data: ReportData) -> tuple[str, list[tuple[str, go.Figure]]]
     if not figs:
         parts.append("<p>No measured points in this run.</p>")
     return "".join(parts), figs
+
+
+def telemetry_section(data: ReportData) -> str:
+    """Energy and engine-state figures per point, and their time series (folded per point)."""
+    if not data.telemetry:
+        return ""
+    from infx.report.telemetry import figures_table, point_figure
+
+    parts = ['<h2 id="telemetry">Telemetry: energy and engine state</h2>',
+             "<p>GPU energy is integrated over exactly the throughput window with InferenceX's rules (trapezoid, "
+             "interpolated boundaries, 3 s max gap, expected device count); an invalid stream gives no number, "
+             "only its reasons. Counters are deltas over the window.</p>", figures_table(data.telemetry)]
+    for i, pt in enumerate(data.telemetry):
+        parts.append(f"<details><summary>{_e(pt.point_id)} (conc {pt.conc}): power and engine state over time"
+                     f"</summary>{_figure_div(point_figure(pt), f'telemetry-{i}')}</details>")
+    return "".join(parts)
 
 
 def _ordered(arms: Sequence[ArmSeries], run_id: str) -> list[ArmSeries]:
@@ -256,6 +277,7 @@ def render_report(data: ReportData, *, plotly_js: Literal["inline"] | str = "inl
 throughput measured at that interactivity or better. Per-node figures are per-server throughput &times; whole servers per
 node (GPUs per node // GPUs per server), assuming replicas do not interfere.</p>
 {charts_html}
+{telemetry_section(data)}
 <h2 id="comparisons">Comparisons</h2>
 {comparisons or '<p>No comparisons.</p>'}
 <h2 id="points">Points</h2>

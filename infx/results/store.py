@@ -39,6 +39,8 @@ from infx.results.layout import (
     ResultsDir,
     RunManifest,
 )
+from infx.results.telemetry_rows import COLUMNS as _TELEMETRY_COLS
+from infx.results.telemetry_rows import MIGRATION_4, telemetry_row
 
 # Ordered migration steps: (version, statements). Never edit a released step; append a new one.
 MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -89,6 +91,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         "CREATE INDEX points_identity ON points (model_prefix, hardware, framework, precision, scenario, isl, osl)",
         "CREATE INDEX points_state ON points (run_id, state)",
     ]),
+    (4, MIGRATION_4),  # telemetry: power/energy (InferenceX keys) and engine state per point
     (5, [  # issue 15: multi-role deployments, GPUs per role (per-role normalisation)
         "ALTER TABLE points ADD COLUMN prefill_gpus INTEGER",
         "ALTER TABLE points ADD COLUMN decode_gpus INTEGER",
@@ -131,6 +134,7 @@ _INSERT_POINT_BEFORE_5 = _insert("points", _POINT_COLS[:-_ROLE_COLS])
 _INSERT_RESULT = _insert("results", _RESULT_COLS)
 _INSERT_STARTUP = _insert("startup", ("run_id", "point_id", "kv_cache_tokens", "kv_cache_gib", "max_concurrency",
                                       "model_load_gib", "startup_s", "engine_version", "facts_json"))
+_INSERT_TELEMETRY = _insert("telemetry", _TELEMETRY_COLS)
 _INSERT_FAILURE = _insert("failures", ("run_id", "point_id", "state", "failure_class", "reason", "log_tail"))
 
 
@@ -142,6 +146,7 @@ class _Rows:
         self.results: list[tuple[Any, ...]] = []
         self.startup: list[tuple[Any, ...]] = []
         self.failures: list[tuple[Any, ...]] = []
+        self.telemetry: list[tuple[Any, ...]] = []
         self._topology: dict[tuple[Any, ...], str] = {}
         self._json: dict[tuple[Any, ...], str] = {}  # small JSON columns repeat: encode each once
 
@@ -192,6 +197,9 @@ class _Rows:
                 m.e2el_ms.median, m.e2el_ms.p90, m.e2el_ms.p99,
                 self._json_map(m.error_classes),
                 self._json_checks(r), self._json_map(r.versions)))
+            trow = telemetry_row(b.run_id, p.point_id, r.extra)
+            if trow is not None:
+                self.telemetry.append(trow)
         if s.startup is not None:
             su = s.startup
             self.startup.append((*key, su.kv_cache_tokens, su.kv_cache_gib, su.max_concurrency, su.model_load_gib,
@@ -478,7 +486,7 @@ class Store:
         replaced = [k for k in todo if k in existing]
         c = self.conn
         with self.transaction():
-            for table in ("results", "startup", "failures"):
+            for table in ("results", "startup", "failures", "telemetry"):
                 c.executemany(f"DELETE FROM {table} WHERE run_id=? AND point_id=?", replaced)
             if self.schema_version() >= 5:
                 c.executemany(_INSERT_POINT, rows.points)
@@ -487,6 +495,7 @@ class Store:
             c.executemany(_INSERT_RESULT, rows.results)
             c.executemany(_INSERT_STARTUP, rows.startup)
             c.executemany(_INSERT_FAILURE, rows.failures)
+            c.executemany(_INSERT_TELEMETRY, rows.telemetry)
         return len(todo), unchanged
 
     # ingest from files -------------------------------------------------------

@@ -84,10 +84,15 @@ def register(app: typer.Typer) -> None:
         baseline_run: Optional[str] = typer.Option(None, "--baseline-run", help="Run id this run is compared "
                                                    "with in reports (e.g. the official run)."),
         description: str = typer.Option("", "--description", help="Free text stored in the run manifest."),
+        telemetry: bool = typer.Option(True, "--telemetry/--no-telemetry", help="Sample GPU power, CPU package "
+                                       "energy (RAPL) and the engine's /metrics next to each point."),
+        gpu_telemetry: str = typer.Option("auto", "--gpu-telemetry", help="auto | nvidia | amd | none: the GPU "
+                                          "power tool (auto: nvidia-smi, then amd-smi, from PATH)."),
     ) -> None:
         """Measure catalog points: group by launch, launch once per group, resume what is done."""
         from infx.diagnostics import Diagnostic, InfxError
         from infx.results.layout import PullRequest
+        from infx.telemetry.session import TelemetryOptions
         from infx.sweep.driver import (
             ChangelogSelection,
             LoadProfile,
@@ -100,6 +105,8 @@ def register(app: typer.Typer) -> None:
 
         if backend not in ("local", "slurm"):
             raise InfxError(Diagnostic(f"--backend must be local or slurm, not {backend!r}"))
+        if gpu_telemetry not in ("auto", "nvidia", "amd", "none"):
+            raise InfxError(Diagnostic(f"--gpu-telemetry must be auto, nvidia, amd or none, not {gpu_telemetry!r}"))
         if evals not in ("default", "none", "evals-only", "all"):
             raise InfxError(Diagnostic(f"--evals must be default, none, evals-only or all, not {evals!r}"))
         selection = None
@@ -131,6 +138,7 @@ def register(app: typer.Typer) -> None:
             rerun_failed=rerun_failed, ready_timeout=ready_timeout, max_error_rate=max_error_rate,
             pr=PullRequest(number=pr_number, branch=pr_branch) if pr_number is not None or pr_branch else None,
             baseline_run=baseline_run, description=description,
+            telemetry=TelemetryOptions(enabled=telemetry, gpu=gpu_telemetry),  # type: ignore[arg-type]
             preflight=preflight, load=LoadProfile(
                 prompts_per_conc=prompts_per_conc, agentic_traces=str(agentic_traces.resolve()) if agentic_traces
                 else None, agentic_duration_s=agentic_duration))
@@ -279,7 +287,7 @@ def run_prepared_locally(prep: Any, *, starter: Any = None, measurer: Any = None
     _sigterm_as_interrupt()
     starter = starter or LocalStarter(renderer_at_port(prep.request.recipes, workspace_of(prep.request)),
                                       calibrate=kv_calibrator(prep.request.runner_config))
-    measurer = measurer or LocalMeasurer(prep.request.load)
+    measurer = measurer or LocalMeasurer(prep.request.load, telemetry=prep.request.telemetry)
     interrupted = False
     with Progress() as progress:
         try:
@@ -349,7 +357,7 @@ def run_planned_groups(rd: Any, plan: Any, fingerprints: list[str]) -> int:
     code = 0
     with Progress() as progress:
         orch = Orchestrator(rd, LocalStarter(render, calibrate=kv_calibrator(plan.request.runner_config)),
-                            LocalMeasurer(plan.request.load), options_of(plan.request),
+                            LocalMeasurer(plan.request.load, telemetry=plan.request.telemetry), options_of(plan.request),
                             progress)
         try:
             summary = orch.run(groups)

@@ -29,6 +29,7 @@ from infx.sweep.layout import RunDir
 from infx.sweep.manifest import merge_engine_versions, new_manifest
 from infx.sweep.orchestrator import Emit, Orchestrator, SweepOptions, SweepSummary
 from infx.sweep.profile import LoadProfile
+from infx.telemetry.session import TelemetryOptions
 from infx.workspace import Workspace
 from infx.workspace import at as ws_at
 from infx.workspace import current as current_workspace
@@ -83,6 +84,7 @@ class RunRequest(BaseModel):
     pr: PullRequest | None = None  # set: an unofficial (pull request) run, bannered in reports
     baseline_run: str | None = None  # the run this one is compared with in reports
     description: str = ""
+    telemetry: TelemetryOptions = Field(default_factory=TelemetryOptions)  # power, energy, engine state
 
 
 class PlannedGroup(BaseModel):

@@ -174,25 +174,62 @@ class LocalStarter:
 
 class LocalMeasurer:
     """Warmup then measurement through the load generator's ``run_bench``; records go in the point dir.
-    While a point runs, the engine's Prometheus counters give the live req/s and tok/s."""
+    While a point runs, the engine's Prometheus counters give the live req/s and tok/s, and the telemetry
+    stage samples power, CPU energy and engine state (raw samples beside the records, figures in
+    ``result.json`` ``extra.telemetry``). The same code runs inside Slurm jobs (``infx run-group``)."""
 
-    def __init__(self, load: LoadProfile | None = None, poll_s: float = 1.0):
+    def __init__(self, load: LoadProfile | None = None, poll_s: float = 1.0, telemetry: Any = None):
+        from infx.telemetry.session import TelemetryOptions
+
         self.load = load or LoadProfile()
         self.poll_s = poll_s
+        self.telemetry: TelemetryOptions = telemetry or TelemetryOptions()
 
     def measure(self, point: Point, engine: Any, point_dir: Path, progress: ProgressFn | None = None
                 ) -> BenchResult:
         from infx.sweep.loadbridge import run_point_load
 
-        url = getattr(getattr(engine, "launch", None), "metrics_url", None)
+        launch = getattr(engine, "launch", None)
+        url = getattr(launch, "metrics_url", None)
         poller = MetricsPoller(url, progress, self.poll_s) if (url and progress) else None
+        tel = self._telemetry(point, launch, url, point_dir)
+        if tel:
+            tel.start()
         if poller:
             poller.start()
         try:
-            return run_point_load(point, engine, point_dir, self.load, progress)
+            result = run_point_load(point, engine, point_dir, self.load, progress)
         finally:
             if poller:
                 poller.stop()
+            if tel:
+                tel.stop()
+        if tel:
+            from infx.telemetry.session import attach
+
+            result = attach(result, tel.finalize(result, theoretical_prefix_hit_rate=theoretical_reuse(result)))
+        return result
+
+    def _telemetry(self, point: Point, launch: Any, metrics_url: str | None, point_dir: Path) -> Any:
+        if not self.telemetry.enabled:
+            return None
+        from infx.telemetry.session import Telemetry, visible_devices
+
+        gpus = point.gpus_per_server or None  # TP x PP x PCP
+        return Telemetry(point_dir, self.telemetry, metrics_url=metrics_url, expected_gpus=gpus,
+                         devices=visible_devices(getattr(launch, "env", None), gpus))
+
+
+def theoretical_reuse(result: BenchResult) -> float | None:
+    """Agentic points: the replayed trace's ideal prefix-cache hit rate (infinite cache), to set beside
+    the engine's measured rate."""
+    trace = result.config.get("trace_file") if result.config.get("scenario") == "agentic-coding" else None
+    if not trace or not Path(trace).is_file():
+        return None
+    from infx.agentic.stats import trace_stats
+    from infx.agentic.trace import load_traces
+
+    return trace_stats(load_traces(trace)).theoretical_cache_hit_rate
 
 
 def scrape_counters(text: str) -> tuple[float, float]:
