@@ -5,6 +5,10 @@ values are summed over label sets (engines, models), KV usage is the max (a frac
 from __future__ import annotations
 
 import json
+import select
+import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -12,7 +16,6 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from infx.atomic import write_text
 from infx.telemetry.models import BenchWindow, EngineStateSample, EngineStateSummary
 
 # sample name -> field. vLLM v1 (0.8+) and older V0 spellings; SGLang (``sglang:cached_tokens_total`` is
@@ -43,9 +46,19 @@ COUNTERS = ("preemptions", "prefix_queries", "prefix_hits", "prompt_tokens", "ge
 ENGINE_STATE_FILE = "engine_state.jsonl"
 
 
+_WANTED = tuple(SUMMED) + tuple(MAXED)
+_WANTED_TYPES = tuple(f"# TYPE {n}" for n in _WANTED) + tuple(f"# TYPE {n.removesuffix('_total')} " for n in _WANTED)
+
+
+def wanted_lines(text: str) -> str:
+    """Only the series (and their ``# TYPE`` lines) the sample needs: vLLM's page is mostly histogram
+    buckets, and parsing all of it once a second costs more CPU than everything else telemetry does."""
+    return "".join(line + "\n" for line in text.splitlines() if line.startswith(_WANTED) or line.startswith(_WANTED_TYPES))
+
+
 def parse_metrics(text: str, t: float) -> EngineStateSample:
     values: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
+    for family in text_string_to_metric_families(wanted_lines(text)):
         for s in family.samples:
             field = SUMMED.get(s.name)
             if field is not None:
@@ -59,42 +72,71 @@ def parse_metrics(text: str, t: float) -> EngineStateSample:
     return EngineStateSample(t=t, **values)
 
 
+def scrape_once(url: str, timeout_s: float) -> EngineStateSample | None:
+    t = time.time()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - the engine's own endpoint
+            return parse_metrics(resp.read().decode("utf-8", errors="replace"), t)
+    except (OSError, ValueError):
+        return None
+
+
 class EngineStateScraper:
-    """A daemon thread: one scrape at start, one per interval, one at stop (so the window is bracketed)."""
+    """The scrape loop in a process of its own (``python -m infx.telemetry.engine_state``), so neither the
+    scrapes nor the parsing ever hold the load generator's interpreter. It scrapes once before saying it is
+    ready, then once per interval, then once more when stopped (so the window is bracketed), appending one
+    JSON line per sample to ``engine_state.jsonl``."""
 
     def __init__(self, url: str, out: Path, interval_s: float = 1.0, timeout_s: float = 2.0):
         self.url, self.out, self.interval_s, self.timeout_s = url, out, interval_s, timeout_s
-        self.samples: list[EngineStateSample] = []
+        self.proc: subprocess.Popen[str] | None = None
         self.errors = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="infx-engine-state", daemon=True)
-
-    def scrape(self) -> None:
-        t = time.time()
-        try:
-            with urllib.request.urlopen(self.url, timeout=self.timeout_s) as resp:  # noqa: S310 - the engine
-                text = resp.read().decode("utf-8", errors="replace")
-            self.samples.append(parse_metrics(text, t))
-        except (OSError, ValueError):
-            self.errors += 1
 
     def start(self) -> None:
-        self.scrape()
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.scrape()
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen([sys.executable, "-m", "infx.telemetry.engine_state", self.url, str(self.out),
+                                      str(self.interval_s), str(self.timeout_s)], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], 30.0)
+        if ready:
+            self.proc.stdout.readline()  # "ready": the first scrape is done (or failed)
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.scrape()
-        write_samples(self.out, self.samples)
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            out, _ = self.proc.communicate(timeout=self.timeout_s + 10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, _ = self.proc.communicate()
+        for line in (out or "").splitlines():
+            if line.startswith("errors "):
+                self.errors = int(line.split()[1])
 
 
-def write_samples(path: Path, samples: list[EngineStateSample]) -> None:
-    write_text(path, "".join(s.model_dump_json(exclude_none=True) + "\n" for s in samples))
+def agent(url: str, out: Path, interval_s: float, timeout_s: float) -> None:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    errors = 0
+    with out.open("w", encoding="utf-8") as fh:
+        def one() -> None:
+            nonlocal errors
+            s = scrape_once(url, timeout_s)
+            if s is None:
+                errors += 1
+            else:
+                fh.write(s.model_dump_json(exclude_none=True) + "\n")
+                fh.flush()
+
+        one()
+        print("ready", flush=True)
+        while not stop.wait(interval_s):
+            one()
+        one()
+    print(f"errors {errors}", flush=True)
 
 
 def read_samples(path: Path) -> list[EngineStateSample]:
@@ -129,3 +171,7 @@ def counter_delta(series: list[tuple[float, float]], start: float, end: float) -
     if not before or not after:
         return None
     return after[0] - before[-1]
+
+
+if __name__ == "__main__":
+    agent(sys.argv[1], Path(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]))
