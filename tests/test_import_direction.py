@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
     {"metrics"},
     {"loadgen"},
     {"agentic"},
+    {"telemetry"},     # power/energy and engine-state samplers around a measurement (uses the result's clock)
     {"engines"},
     {"preflight"},
     {"changelog"},

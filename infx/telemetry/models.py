@@ -129,6 +129,8 @@ class TelemetrySummary(_Model):
     expected_gpu_count: int | None = None
     power: dict[str, Any] = Field(default_factory=dict)  # PowerValidation.result_keys()
     power_reasons: list[str] = Field(default_factory=list)
+    gpu_energy_j: float | None = None  # unrounded whole-deployment energy over the window (valid power only)
+    observed_gpu_count: int = 0
     cpu: CpuEnergy | None = None
     engine: EngineStateSummary | None = None
     theoretical_prefix_hit_rate: float | None = None  # agentic: the trace's ideal prefix reuse

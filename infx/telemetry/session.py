@@ -142,10 +142,16 @@ class Telemetry:
         files = [n for n in SAMPLE_FILES if (self.dir / n).is_file()]
         return TelemetrySummary(gpu_tool=self.gpu_tool, expected_gpu_count=self.expected_gpus,
                                 power=validation.result_keys(), power_reasons=validation.reasons, cpu=cpu,
+                                gpu_energy_j=validation.raw_metrics.get("total_gpu_energy_j"),
+                                observed_gpu_count=validation.observed_gpu_count,
                                 engine=engine, theoretical_prefix_hit_rate=theoretical, warnings=self.warnings,
                                 files=files)
 
 
 def attach(result: BenchResult, summary: TelemetrySummary) -> BenchResult:
-    """The result with ``extra.telemetry`` set."""
-    return result.model_copy(update={"extra": {**result.extra, "telemetry": summary.model_dump(mode="json")}})
+    """The result with ``extra.telemetry`` (everything) and ``extra.power`` (the energy figures the
+    InferenceX export reads: validity, whole-deployment joules over the window, observed devices)."""
+    power = {"power_valid": bool(summary.power.get("power_valid")), "total_gpu_energy_j": summary.gpu_energy_j,
+             "gpu_count": summary.observed_gpu_count or None}
+    return result.model_copy(update={"extra": {**result.extra, "telemetry": summary.model_dump(mode="json"),
+                                               "power": power}})
