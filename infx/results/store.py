@@ -486,7 +486,8 @@ class Store:
         replaced = [k for k in todo if k in existing]
         c = self.conn
         with self.transaction():
-            for table in ("results", "startup", "failures", "telemetry"):
+            telemetry = self.schema_version() >= 4  # a store held at an older schema has no table for it
+            for table in ("results", "startup", "failures") + (("telemetry",) if telemetry else ()):
                 c.executemany(f"DELETE FROM {table} WHERE run_id=? AND point_id=?", replaced)
             if self.schema_version() >= 5:
                 c.executemany(_INSERT_POINT, rows.points)
@@ -495,7 +496,8 @@ class Store:
             c.executemany(_INSERT_RESULT, rows.results)
             c.executemany(_INSERT_STARTUP, rows.startup)
             c.executemany(_INSERT_FAILURE, rows.failures)
-            c.executemany(_INSERT_TELEMETRY, rows.telemetry)
+            if telemetry:
+                c.executemany(_INSERT_TELEMETRY, rows.telemetry)
         return len(todo), unchanged
 
     # ingest from files -------------------------------------------------------
