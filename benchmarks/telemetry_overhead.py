@@ -15,6 +15,7 @@ Target (issue 14): with telemetry within 5 % of without.
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import sys
 import tempfile
@@ -50,6 +51,7 @@ def main() -> None:
                       input_len=a.input_len, output_len=a.output_len, ignore_eos=True, progress=False)
     figures: dict[str, list[float]] = {"without": [], "with": []}
     scrapes = 0
+    agent_cpu = agent_wall = 0.0
     try:
         execute(cfg)  # settle the engine (first-request compilation, caches)
         for rnd in range(a.rounds):
@@ -58,8 +60,13 @@ def main() -> None:
                 if mode == "with":
                     tel = Telemetry(tmp / f"r{rnd}", TelemetryOptions(), metrics_url=state.metrics_url,
                                     expected_gpus=1)
+                    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)  # the scrape agent is a waited child
+                    w0 = time.monotonic()
                     with tel:
                         run = execute(cfg)
+                    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    agent_cpu += (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
+                    agent_wall += time.monotonic() - w0
                     summary = tel.finalize(run.result)
                     scrapes += summary.engine.samples if summary.engine else 0
                 else:
@@ -71,8 +78,12 @@ def main() -> None:
     finally:
         proc.stop()
     wo, w = statistics.median(figures["without"]), statistics.median(figures["with"])
+    pairs = [b / a - 1 for a, b in zip(figures["without"], figures["with"])]
     print(f"client CPU per chunk (median): without {wo:.1f} us, with telemetry {w:.1f} us: "
-          f"{(w / wo - 1) * 100:+.1f} % (target within 5 %); {scrapes} /metrics scrapes in the telemetry runs")
+          f"{(w / wo - 1) * 100:+.1f} % (target within 5 %); per round: "
+          + ", ".join(f"{p * 100:+.1f} %" for p in pairs))
+    print(f"the telemetry agent's own CPU (its process, not the client's): {agent_cpu:.2f} s over {agent_wall:.0f} s "
+          f"of runs = {agent_cpu / agent_wall * 100:.2f} % of one core; {scrapes} /metrics scrapes")
 
 
 if __name__ == "__main__":

@@ -51,6 +51,19 @@ def drop_truncated_tail(path: Path) -> None:
             fh.truncate(cut + 1 if cut >= 0 else 0)
 
 
+def wait_first_row(path: Path, proc: subprocess.Popen, timeout_s: float = 10.0) -> None:  # type: ignore[type-arg]
+    """Return once the CSV holds a header and one sample (so the window's start is bracketed), the tool
+    exited, or the timeout passed."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if path.read_bytes().count(b"\n") >= 2:
+                return
+        except FileNotFoundError:
+            pass
+        time.sleep(0.02)
+
+
 def _stop(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -79,6 +92,7 @@ class NvidiaSmiSampler:
         loop = ["-l", str(max(1, round(self.interval_s)))]
         self.proc = subprocess.Popen(self._argv("csv") + loop, stdout=self._fh, stderr=subprocess.DEVNULL,
                                      stdin=subprocess.DEVNULL)
+        wait_first_row(self.out, self.proc)
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -135,6 +149,7 @@ class AmdSmiSampler:
                                      text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self._thread = threading.Thread(target=self._pump, name="infx-amd-smi", daemon=True)
         self._thread.start()
+        wait_first_row(self.out, self.proc)
 
     def _pump(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None

@@ -3,6 +3,7 @@ a fake powercap tree for RAPL, and real ``/metrics`` text shapes for the engine-
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -152,7 +153,9 @@ def test_rapl_sampler_on_a_fake_tree(tmp_path: Path) -> None:
 
     def writer() -> None:  # 50 W, counter range 200 J: wraps every 4 s
         while not stop.is_set():
-            energy_file.write_text(f"{int((time.time() - t_origin) * 50e6 + 150e6) % 200_000_000}\n")
+            tmp = energy_file.with_suffix(".tmp")  # sysfs reads are atomic: never show a half-written value
+            tmp.write_text(f"{int((time.time() - t_origin) * 50e6 + 150e6) % 200_000_000}\n")
+            os.replace(tmp, energy_file)
             time.sleep(0.01)
 
     th = threading.Thread(target=writer, daemon=True)

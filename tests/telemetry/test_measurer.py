@@ -1,0 +1,48 @@
+"""The sweep's measurer with telemetry on, against the load generator's synthetic SSE server (a test
+server, not an engine) and a fake ``nvidia-smi`` (no GPU here): samples land beside the records and the
+figures in the result, on the load generator's own window."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from infx.loadgen.testserver import SyntheticServer
+from infx.sweep.local import LocalMeasurer
+from infx.sweep.profile import LoadProfile
+from infx.telemetry.session import GPU_FILE, VALIDATION_FILE, TelemetryOptions
+from tests.interop.helpers import fixed_point
+
+FAKE = Path(__file__).with_name("fake_smi.py")
+
+
+def test_measure_with_telemetry(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "nvidia-smi"
+    exe.write_text(f"#!{sys.executable}\n" + FAKE.read_text())
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    point = fixed_point(2, 4)  # TP=2: two devices expected, sampled as --id=0,1
+    profile = LoadProfile(prompts_per_conc=4, max_isl=32, max_osl=64)
+    with SyntheticServer(ttft_s=0.01, token_interval_s=0.02) as srv:
+        engine = SimpleNamespace(base_url=srv.base_url, served_model_name="m", model_path=str(tiny_model_dir),
+                                 launch=SimpleNamespace(metrics_url=None, env={}, argv=[]))
+        result = LocalMeasurer(profile, telemetry=TelemetryOptions(gpu="nvidia", cpu_energy=False)).measure(
+            point, engine, tmp_path / "point")
+    t = result.extra["telemetry"]
+    assert t["gpu_tool"] == "nvidia-smi" and t["expected_gpu_count"] == 2
+    assert t["power"]["power_valid"] == 1, t["power_reasons"]
+    duration = result.metrics.throughput.duration_s
+    assert t["power"]["total_gpu_energy_j"] == pytest.approx((100 + 110) * duration, abs=1e-3)
+    assert result.extra["power"]["gpu_count"] == 2
+    for name in (GPU_FILE, VALIDATION_FILE, "records.jsonl.gz"):
+        assert (tmp_path / "point" / name).is_file()
+    off = LocalMeasurer(profile, telemetry=TelemetryOptions(enabled=False))
+    with SyntheticServer(ttft_s=0.01, token_interval_s=0.02) as srv:
+        engine.base_url = srv.base_url
+        assert "telemetry" not in off.measure(point, engine, tmp_path / "p2").extra
