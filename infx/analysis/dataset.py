@@ -145,6 +145,7 @@ class Measured:
         return self.interactivity_median if metric == "interactivity" else self.interactivity_p90
 
 
+_TELEMETRY_JOIN = "LEFT JOIN telemetry t ON t.run_id = p.run_id AND t.point_id = p.point_id AND t.power_valid = 1"
 _QUERY = """
 SELECT p.run_id, p.point_id, p.model_prefix, p.precision, p.hardware, p.framework, p.scenario,
        p.isl, p.osl, p.topology, COALESCE(p.spec_decoding, 'none'), COALESCE(p.kv_offloading, 'none'),
@@ -199,6 +200,9 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
 
     assert isinstance(store, Store)
     sql, args = _QUERY, ()
+    if store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='telemetry'").fetchone() is None:
+        # a database from before the telemetry table (read-only: not migrated): no energy figures
+        sql = sql.replace("t.joules_per_output_token", "NULL").replace(_TELEMETRY_JOIN, "")
     if run_ids is not None:
         sql += f" AND p.run_id IN ({', '.join('?' * len(run_ids))})"
         args = tuple(run_ids)

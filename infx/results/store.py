@@ -41,6 +41,8 @@ from infx.results.layout import (
 )
 from infx.results.telemetry_rows import COLUMNS as _TELEMETRY_COLS
 from infx.results.telemetry_rows import MIGRATION_4, telemetry_row
+from infx.results.telemetry_rows import ensure_table as ensure_telemetry_table
+from infx.results.telemetry_rows import has_table as has_telemetry_table
 
 # Ordered migration steps: (version, statements). Never edit a released step; append a new one.
 MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -362,6 +364,7 @@ class Store:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.migrate(schema_target)
+            ensure_telemetry_table(self.conn, self.schema_version())
         self.conn.execute("PRAGMA busy_timeout=30000")
 
     def __enter__(self) -> Store:
@@ -486,7 +489,7 @@ class Store:
         replaced = [k for k in todo if k in existing]
         c = self.conn
         with self.transaction():
-            telemetry = self.schema_version() >= 4  # a store held at an older schema has no table for it
+            telemetry = has_telemetry_table(c)  # a store held at an older schema has no table for it
             for table in ("results", "startup", "failures") + (("telemetry",) if telemetry else ()):
                 c.executemany(f"DELETE FROM {table} WHERE run_id=? AND point_id=?", replaced)
             if self.schema_version() >= 5:

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 MIGRATION_4 = [
-    """CREATE TABLE telemetry (
+    """CREATE TABLE IF NOT EXISTS telemetry (
         run_id TEXT NOT NULL, point_id TEXT NOT NULL,
         gpu_tool TEXT, expected_gpu_count INTEGER,
         power_metric_schema_version INTEGER, power_valid INTEGER NOT NULL, power_reasons_json TEXT NOT NULL,
@@ -51,3 +51,15 @@ def telemetry_row(run_id: str, point_id: str, extra: dict[str, Any]) -> tuple[An
             (int(bool(cpu.get("valid"))) if cpu else None), cpu.get("cpu_energy_j"), cpu.get("cpu_avg_power_w"),
             cpu.get("cpu_joules_per_output_token"),
             *(engine.get(k) for k in _ENGINE), t.get("theoretical_prefix_hit_rate"), json.dumps(t))
+
+
+def has_table(conn: Any) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='telemetry'").fetchone() is not None
+
+
+def ensure_table(conn: Any, version: int) -> None:
+    """Migration 4 for a database that passed version 4 without it: one written by a build whose migration
+    list had later steps (5, 6) but not this one skips 4 when it migrates, so the table is created here."""
+    if version >= 4 and not has_table(conn):
+        for sql in MIGRATION_4:
+            conn.execute(sql)
