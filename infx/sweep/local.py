@@ -184,6 +184,7 @@ class LocalMeasurer:
         self.load = load or LoadProfile()
         self.poll_s = poll_s
         self.telemetry: TelemetryOptions = telemetry or TelemetryOptions()
+        self._warned: set[str] = set()
 
     def measure(self, point: Point, engine: Any, point_dir: Path, progress: ProgressFn | None = None
                 ) -> BenchResult:
@@ -207,8 +208,19 @@ class LocalMeasurer:
         if tel:
             from infx.telemetry.session import attach
 
-            result = attach(result, tel.finalize(result, theoretical_prefix_hit_rate=theoretical_reuse(result)))
+            summary = tel.finalize(result, theoretical_prefix_hit_rate=theoretical_reuse(result))
+            self._warn(summary.warnings)
+            result = attach(result, summary)
         return result
+
+    def _warn(self, warnings: list[str]) -> None:
+        """A missing tool is a warning, printed once per run (it is in every point's telemetry too)."""
+        from infx.diagnostics import warn
+
+        for w in warnings:
+            if w not in self._warned:
+                self._warned.add(w)
+                warn(f"telemetry: {w}")
 
     def _telemetry(self, point: Point, launch: Any, metrics_url: str | None, point_dir: Path) -> Any:
         if not self.telemetry.enabled:

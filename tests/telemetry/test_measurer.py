@@ -19,7 +19,8 @@ from tests.interop.helpers import fixed_point
 FAKE = Path(__file__).with_name("fake_smi.py")
 
 
-def test_measure_with_telemetry(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_measure_with_telemetry(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     exe = bin_dir / "nvidia-smi"
@@ -42,6 +43,15 @@ def test_measure_with_telemetry(tiny_model_dir: Path, tmp_path: Path, monkeypatc
     assert result.extra["power"]["gpu_count"] == 2
     for name in (GPU_FILE, VALIDATION_FILE, "records.jsonl.gz"):
         assert (tmp_path / "point" / name).is_file()
+    capsys.readouterr()
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # the tool is gone: a warning, once per run, and no number
+    missing = LocalMeasurer(profile, telemetry=TelemetryOptions(gpu="nvidia", cpu_energy=False))
+    for i in range(2):
+        with SyntheticServer(ttft_s=0.01, token_interval_s=0.02) as srv:
+            engine.base_url = srv.base_url
+            r = missing.measure(point, engine, tmp_path / f"m{i}")
+        assert r.extra["telemetry"]["power_reasons"] == ["telemetry_file_missing"]
+    assert capsys.readouterr().err.count("warning: telemetry: nvidia-smi not found on PATH") == 1
     off = LocalMeasurer(profile, telemetry=TelemetryOptions(enabled=False))
     with SyntheticServer(ttft_s=0.01, token_interval_s=0.02) as srv:
         engine.base_url = srv.base_url
