@@ -45,14 +45,20 @@ def _view(dep) -> dict:  # type: ignore[no-untyped-def]
     def clean(s: str) -> str:
         return s.replace(sys.executable, "<python>").replace(str(REPO), "<repo>")
 
+    # fingerprints hash the raw argv: where it holds this checkout's paths or interpreter they differ per clone
+    local = any(str(REPO) in a or sys.executable in a for r in dep.roles for a in r.launch.argv)
+
+    def fp(value: str) -> str:
+        return "<depends on the checkout path>" if local else value
+
     return {
-        "framework": dep.framework, "entry": dep.entry, "disagg": dep.disagg, "fingerprint": dep.fingerprint,
+        "framework": dep.framework, "entry": dep.entry, "disagg": dep.disagg, "fingerprint": fp(dep.fingerprint),
         "kv_transfer": dep.kv_transfer.model_dump() if dep.kv_transfer else None, "notes": dep.notes,
         "gpus": {"total": dep.gpus(), "prefill": dep.gpus("prefill"), "decode": dep.gpus("decode")},
         "roles": [{"name": r.name, "kind": r.kind, "count": r.count, "gpus_per_instance": r.gpus_per_instance,
                    "tp": r.tp, "ep": r.ep, "dp_attn": r.dp_attn, "engine": r.launch.engine, "image": r.launch.image,
                    "argv": [clean(a) for a in r.launch.argv], "env": r.launch.env, "files": r.launch.files,
-                   "launch_fingerprint": r.launch.fingerprint} for r in dep.roles],
+                   "launch_fingerprint": fp(r.launch.fingerprint)} for r in dep.roles],
     }
 
 
