@@ -83,7 +83,7 @@ def test_amd_smi_filter_keeps_first_header_only() -> None:
 
 def test_amd_smi_loop(fake_tools: Path, tmp_path: Path) -> None:
     out = tmp_path / "gpu_metrics.csv"
-    s = AmdSmiSampler(out, devices=["0", "1"], interval_s=1.0, settle_s=1.2)
+    s = AmdSmiSampler(out, devices=["0", "1"], interval_s=1.0)  # default settle: interval + 2 s (whole-second stamps)
     s.start()
     time.sleep(1.2)
     start = time.time()
