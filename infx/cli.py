@@ -30,6 +30,7 @@ _STAGE_CLIS = (
     "infx.agentic.cli",    # traces synth|stats
     "infx.sweep.cli",      # run, run-group, run-point, status
     "infx.changelog.cli",  # changelog validate|matrix
+    "infx.evals.cli",      # eval
     "infx.results.cli",    # ingest
     "infx.report.cli",     # compare, report, serve
     "infx.interop.cli",    # export --format inferencex (and ingest --format inferencex)

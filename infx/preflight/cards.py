@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -202,6 +202,8 @@ class ModelCard(_Card):
     tables: list[Table] = Field(default_factory=list)
     buffers: list[Buffer] = Field(default_factory=list)
     speculative: dict[str, Draft] = Field(default_factory=dict)
+    # accuracy-eval thresholds by lm-eval task (override the task defaults in infx/evals/thresholds.py)
+    eval_thresholds: dict[str, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=dict)
     note: str | None = None
 
     @model_validator(mode="after")

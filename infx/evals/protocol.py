@@ -1,0 +1,130 @@
+"""The eval protocol and its outputs as typed models.
+
+Defaults follow InferenceX's protocol (shared/spec/inferencex-evals-power-results.md section 1): chat
+completions with the chat template, few-shot as multi-turn, greedy (temperature 0, top_p 1), seed 1234,
+the context rule ISL+OSL+256 capped at the model's native maximum, and the output budget rule
+(ctx - 4096 above 4096 tokens, else ctx // 2, capped at 16384).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EVAL_FILE = "eval.json"
+SAMPLES_FILE = "eval-samples.jsonl"
+LMEVAL_DIR = "lm-eval"  # lm-eval's own results_*.json / samples_*.jsonl, flattened, + meta_env.json
+
+DEFAULT_TASK = "gsm8k"
+CONTEXT_PAD = 256
+FALLBACK_CONTEXT = 16384
+MAX_OUTPUT_BUDGET = 16384
+SEED = 1234
+
+Endpoint = Literal["chat", "completions"]
+
+
+def eval_context_length(isl: int | None, osl: int | None, native_max: int | None,
+                        fallback: int | None = None) -> int:
+    """InferenceX ``compute_eval_context_length``: ISL+OSL+256 (0 when unknown means the native max),
+    capped at the native max when that is known; a result <= 0 falls back to ``fallback`` then 16384."""
+    requested = (isl or 0) + (osl or 0) + CONTEXT_PAD if isl and osl else 0
+    ctx = requested if requested > 0 else (native_max or 0)
+    if native_max and native_max > 0:
+        ctx = min(ctx, native_max)
+    if ctx <= 0:
+        ctx = fallback or FALLBACK_CONTEXT
+    return ctx
+
+
+def output_budget(ctx: int) -> int:
+    """Max generated tokens per question: ctx - 4096 when ctx > 4096, else ctx // 2; at most 16384."""
+    budget = ctx - 4096 if ctx > 4096 else ctx // 2
+    return min(budget, MAX_OUTPUT_BUDGET)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EvalProtocol(_Model):
+    """Everything that decides which score a server gets. Two evals are comparable question by
+    question only when their protocols agree (see :meth:`comparable_key`)."""
+
+    task: str = DEFAULT_TASK
+    endpoint: Endpoint = "chat"
+    apply_chat_template: bool = True
+    fewshot_as_multiturn: bool = True
+    num_fewshot: int | None = None  # None: the task's own (gsm8k: 5)
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = SEED
+    max_length: int = FALLBACK_CONTEXT  # eval context (the server runs with this max model len)
+    max_tokens: int = Field(default_factory=lambda: output_budget(FALLBACK_CONTEXT))
+    num_concurrent: int = 64
+    timeout_s: float = 1800.0
+    max_retries: int = 5
+    limit: int | None = None  # first N test questions; None: the whole set
+    local_task: bool = True  # the shipped offline task (no hub)
+
+    def comparable_key(self) -> tuple[object, ...]:
+        """What must agree for a paired comparison (concurrency, timeouts and retries do not change answers)."""
+        return (self.task, self.endpoint, self.apply_chat_template, self.fewshot_as_multiturn, self.num_fewshot,
+                self.temperature, self.top_p, self.seed, self.max_tokens)
+
+
+class FilterScore(_Model):
+    name: str  # lm-eval filter name: strict-match, flexible-extract
+    score: float
+    stderr: float | None = None
+
+
+class EvalSample(_Model):
+    """One question: what was asked, answered, extracted and whether each filter scored it right."""
+
+    doc_id: int
+    prompt: str  # the request as sent (chat: JSON of the messages)
+    response: str
+    target: str
+    extracted: dict[str, str] = Field(default_factory=dict)  # filter -> extracted answer
+    correct: dict[str, bool] = Field(default_factory=dict)  # filter -> exact match
+
+
+class EvalResult(_Model):
+    """``eval.json``."""
+
+    task: str
+    metric: str = "exact_match"
+    filters: list[FilterScore]
+    n: int  # questions scored
+    protocol: EvalProtocol
+    lm_eval_version: str
+    base_url: str
+    model: str
+    started_at: float
+    ended_at: float
+    wall_s: float
+
+    def score(self, name: str) -> float | None:
+        for f in self.filters:
+            if f.name == name:
+                return f.score
+        return None
+
+    @property
+    def primary(self) -> float | None:
+        """InferenceX's headline score: the strict filter (else the first)."""
+        for f in self.filters:
+            if "strict" in f.name:
+                return f.score
+        return self.filters[0].score if self.filters else None
+
+
+class EvalVerdict(_Model):
+    """The threshold gate on one eval: every filter must reach the threshold (inclusive)."""
+
+    threshold: float
+    source: str  # where the threshold came from (card file / task default / fallback)
+    passed: bool
+    failing: list[str] = Field(default_factory=list)  # filters below the threshold
