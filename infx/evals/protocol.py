@@ -128,3 +128,22 @@ class EvalVerdict(_Model):
     source: str  # where the threshold came from (card file / task default / fallback)
     passed: bool
     failing: list[str] = Field(default_factory=list)  # filters below the threshold
+
+
+EVAL_STATUS_FILE = "eval-status.json"
+EvalState = Literal["pass", "accuracy-fail", "failed"]
+
+
+class EvalStatus(_Model):
+    """``eval-status.json``, written last (after ``eval.json``): the eval's outcome for one point.
+    ``failed``: no complete score (server errors, time-outs, engine died); the reason says why."""
+
+    state: EvalState
+    reason: str = ""
+    failure_class: str | None = None
+    verdict: EvalVerdict | None = None
+    protocol: EvalProtocol
+    launch_fingerprint: str | None = None
+    log_tail: str = ""
+    started_at: float
+    ended_at: float

@@ -50,6 +50,10 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = typer.Option(False, "--dry-run", help="Select, gate and group the points, write "
                                      "plan.json and print the plan; launch nothing."),
         evals: str = typer.Option("none", "--evals", help="default | none | evals-only | all"),
+        evals_only: bool = typer.Option(False, "--evals-only", help="Same as --evals evals-only: only the "
+                                        "eval points, launched at the eval context, no throughput run."),
+        eval_limit: Optional[int] = typer.Option(None, "--eval-limit", help="Grade only the first N questions "
+                                                 "of each eval (default: the whole test set)."),
         results: Optional[Path] = typer.Option(None, "--results", help="Results directory (root of runs; "
                                                "default: the workspace's results/)."),
         run_id: Optional[str] = typer.Option(None, "--run-id", help="Default: derived from the config keys, "
@@ -107,6 +111,12 @@ def register(app: typer.Typer) -> None:
             raise InfxError(Diagnostic(f"--backend must be local or slurm, not {backend!r}"))
         if gpu_telemetry not in ("auto", "nvidia", "amd", "none"):
             raise InfxError(Diagnostic(f"--gpu-telemetry must be auto, nvidia, amd or none, not {gpu_telemetry!r}"))
+        if evals_only:
+            if evals not in ("none", "evals-only"):
+                raise InfxError(Diagnostic(f"--evals-only contradicts --evals {evals}"))
+            evals = "evals-only"
+        if eval_limit is not None and eval_limit < 1:
+            raise InfxError(Diagnostic(f"--eval-limit must be >= 1, not {eval_limit}"))
         if evals not in ("default", "none", "evals-only", "all"):
             raise InfxError(Diagnostic(f"--evals must be default, none, evals-only or all, not {evals!r}"))
         selection = None
@@ -136,7 +146,7 @@ def register(app: typer.Typer) -> None:
             results=str(results or ws.results_dir), run_id=run_id, workspace=str(ws.root),
             recipes=str(recipes) if recipes else None, backend=backend, fail_fast=fail_fast,  # type: ignore[arg-type]
             rerun_failed=rerun_failed, ready_timeout=ready_timeout, max_error_rate=max_error_rate,
-            pr=PullRequest(number=pr_number, branch=pr_branch) if pr_number is not None or pr_branch else None,
+            eval_limit=eval_limit, pr=PullRequest(number=pr_number, branch=pr_branch) if pr_number is not None or pr_branch else None,
             baseline_run=baseline_run, description=description,
             telemetry=TelemetryOptions(enabled=telemetry, gpu=gpu_telemetry),  # type: ignore[arg-type]
             preflight=preflight, load=LoadProfile(
@@ -274,7 +284,7 @@ def _print_plan(prep: Any) -> int:
     return 0
 
 
-def run_prepared_locally(prep: Any, *, starter: Any = None, measurer: Any = None) -> int:
+def run_prepared_locally(prep: Any, *, starter: Any = None, measurer: Any = None, evaluator: Any = None) -> int:
     """Run a prepared sweep on this host with live progress and a final table; the exit code."""
     from rich.console import Console
 
@@ -288,10 +298,14 @@ def run_prepared_locally(prep: Any, *, starter: Any = None, measurer: Any = None
     starter = starter or LocalStarter(renderer_at_port(prep.request.recipes, workspace_of(prep.request)),
                                       calibrate=kv_calibrator(prep.request.runner_config))
     measurer = measurer or LocalMeasurer(prep.request.load, telemetry=prep.request.telemetry)
+    if evaluator is None and prep.request.evals != "none":
+        from infx.sweep.evalbridge import LocalEvaluator
+
+        evaluator = LocalEvaluator(prep.request.eval_limit)
     interrupted = False
     with Progress() as progress:
         try:
-            summary = run_local(prep, starter, measurer, ingesting(prep.run_dir, progress))
+            summary = run_local(prep, starter, measurer, ingesting(prep.run_dir, progress), evaluator=evaluator)
         except KeyboardInterrupt:
             interrupted = True
     Console(stderr=True).print(results_table(prep.run_dir, [p.point_id for p in prep.points]))
@@ -303,6 +317,12 @@ def run_prepared_locally(prep: Any, *, starter: Any = None, measurer: Any = None
               + (f", {len(summary.previously_failed)} failed before (--rerun-failed retries them)"
                  if summary.previously_failed else "")
               + (f", {len(summary.skipped)} rejected by the gate" if summary.skipped else ""), file=sys.stderr)
+    if summary.accuracy_failed:
+        print(f"accuracy-fail: {len(summary.accuracy_failed)} point(s) below their eval threshold: "
+              f"{', '.join(summary.accuracy_failed)}", file=sys.stderr)
+    if summary.eval_failed:
+        print(f"eval failed: {len(summary.eval_failed)} point(s) got no complete score: "
+              f"{', '.join(summary.eval_failed)}", file=sys.stderr)
     return 0 if summary.ok else EXIT_FAILED_POINTS
 
 
@@ -316,7 +336,7 @@ def ingesting(rd: Any, emit: Any) -> Any:
     def sink(e: Any) -> None:
         nonlocal warned
         emit(e)
-        if isinstance(e, ev.PointFinished):
+        if isinstance(e, (ev.PointFinished, ev.EvalFinished)):
             try:
                 from infx.results.store import ingest_point
 
@@ -356,9 +376,14 @@ def run_planned_groups(rd: Any, plan: Any, fingerprints: list[str]) -> int:
         groups.append(LaunchGroup(fp, pts, engine=pts[0].framework, image=pts[0].image))
     code = 0
     with Progress() as progress:
+        evaluator = None
+        if plan.request.evals != "none":
+            from infx.sweep.evalbridge import LocalEvaluator
+
+            evaluator = LocalEvaluator(plan.request.eval_limit)
         orch = Orchestrator(rd, LocalStarter(render, calibrate=kv_calibrator(plan.request.runner_config)),
                             LocalMeasurer(plan.request.load, telemetry=plan.request.telemetry), options_of(plan.request),
-                            progress)
+                            progress, evaluator=evaluator)
         try:
             summary = orch.run(groups)
             code = 0 if summary.ok else EXIT_FAILED_POINTS

@@ -23,7 +23,7 @@ from infx.atomic import write_text
 from infx.diagnostics import Diagnostic, InfxError
 from infx.matrix.point import Point
 from infx.results.layout import PullRequest
-from infx.sweep.executors import EngineStarter, LaunchGroup, PointMeasurer
+from infx.sweep.executors import EngineStarter, LaunchGroup, PointEvaluator, PointMeasurer
 from infx.sweep.grouping import group_points
 from infx.sweep.layout import RunDir
 from infx.sweep.manifest import merge_engine_versions, new_manifest
@@ -77,6 +77,7 @@ class RunRequest(BaseModel):
     rerun_failed: bool = False
     ready_timeout: float = 900.0
     max_error_rate: float = 0.0
+    eval_limit: int | None = None  # grade only the first N questions of each eval (None: all)
     preflight: bool = True  # run the preflight gate (rendering is always checked)
     load: LoadProfile = Field(default_factory=LoadProfile)
     changelog: ChangelogSelection | None = None  # select the points from a changelog change instead of keys
@@ -262,6 +263,9 @@ def _config_keys_of(request: RunRequest, wanted: set[str]) -> dict[str, str]:
 def prepare(request: RunRequest, *, points: list[Point] | None = None,
             render: Callable[[Point], Any] | None = None) -> Prepared:
     pts = points if points is not None else select(request)
+    from infx.sweep.evalbridge import eval_launch_point
+
+    pts = [eval_launch_point(p) for p in pts]  # eval-only points launch at the eval context
     seen: set[str] = set()
     dupes = [p.point_id for p in pts if p.point_id in seen or seen.add(p.point_id)]  # type: ignore[func-returns-value]
     if dupes:
@@ -345,9 +349,10 @@ def options_of(request: RunRequest, **over: Any) -> SweepOptions:
 
 
 def run_local(prep: Prepared, starter: EngineStarter, measurer: PointMeasurer, emit: Emit | None = None,
-              **option_overrides: Any) -> SweepSummary:
+              evaluator: PointEvaluator | None = None, **option_overrides: Any) -> SweepSummary:
     start_invocation(prep, _gpus_per_node(prep.request.runner_config))
-    orch = Orchestrator(prep.run_dir, starter, measurer, options_of(prep.request, **option_overrides), emit)
+    orch = Orchestrator(prep.run_dir, starter, measurer, options_of(prep.request, **option_overrides), emit,
+                        evaluator=evaluator)
     skipped = orch.mark_skipped(prep.rejects)
     try:
         return orch.run(prep.groups, skipped)

@@ -69,6 +69,15 @@ class PointFinished:
 
 
 @dataclass
+class EvalFinished:
+    """A point's accuracy eval ended: ``state`` pass / accuracy-fail / failed."""
+
+    point_id: str
+    state: str
+    reason: str | None
+
+
+@dataclass
 class Note:
     message: str
 
@@ -79,4 +88,4 @@ class RunFinished:
 
 
 Event = Union[RunStarted, GroupStarted, GroupReady, GroupFailed, GroupFinished, PointStarted, PointProgress,
-              PointFinished, Note, RunFinished]
+              PointFinished, EvalFinished, Note, RunFinished]

@@ -111,3 +111,11 @@ class PointMeasurer(Protocol):
     ) -> BenchResult:
         """Warmup then measurement. Writes the raw records under ``point_dir``; returns the result."""
         ...
+
+
+class PointEvaluator(Protocol):
+    limit: int | None
+
+    def evaluate(self, point: Point, engine: RunningEngine, point_dir: Path, fingerprint: str | None = None) -> Any:
+        """Grade the point on the running engine; returns an ``EvalStatus`` (never raises for a failed eval)."""
+        ...

@@ -12,6 +12,11 @@ Rules (issue 5):
 * a point's old ``status.json`` is removed before it is measured again and the new one is written after its
   ``result.json``: a result is only ever trusted under the status written for it;
 * a result that is incomplete (the load stopped early) or issued no request fails the point;
+* evals (issue 13): a ``run-eval`` point is graded right after its throughput measurement on the same
+  launch; an ``eval-only`` point skips the throughput run (its ``status.json`` then says whether the eval
+  graded). The eval's outcome is ``eval-status.json`` (pass / accuracy-fail / failed with the reason): a
+  dying eval fails only its eval, other points go on; resume skips graded evals (and failed ones unless
+  ``rerun_failed``); an accuracy-fail makes the sweep end non-zero after everything ran;
 * interruption (Ctrl-C / SIGTERM): the engine is stopped, finished points stay, the point in flight leaves no
   status (it runs again next time), every file is written atomically.
 """
@@ -35,6 +40,7 @@ from infx.sweep.executors import (
     LaunchFailed,
     LaunchGroup,
     LiveStats,
+    PointEvaluator,
     PointMeasurer,
     RunningEngine,
 )
@@ -68,16 +74,20 @@ class SweepSummary:
     reused: list[str] = field(default_factory=list)  # already measured before this invocation
     previously_failed: list[str] = field(default_factory=list)
     not_run: list[str] = field(default_factory=list)  # fail-fast or interruption
+    eval_failed: list[str] = field(default_factory=list)  # evals that produced no complete score
+    accuracy_failed: list[str] = field(default_factory=list)  # graded below the threshold
     launches: int = 0
     startup_seconds: float = 0.0
     interrupted: bool = False
 
     @property
     def ok(self) -> bool:
-        return not self.failed and not self.not_run and not self.interrupted and not self.previously_failed
+        return (not self.failed and not self.not_run and not self.interrupted and not self.previously_failed
+                and not self.eval_failed and not self.accuracy_failed)
 
     def merge(self, other: SweepSummary) -> None:
-        for name in ("done", "failed", "skipped", "reused", "previously_failed", "not_run"):
+        for name in ("done", "failed", "skipped", "reused", "previously_failed", "not_run", "eval_failed",
+                     "accuracy_failed"):
             getattr(self, name).extend(getattr(other, name))
         self.launches += other.launches
         self.startup_seconds += other.startup_seconds
@@ -85,12 +95,14 @@ class SweepSummary:
 
 
 def decide(run_dir: RunDir, point_id: str, fingerprint: str, rerun_failed: bool = False,
-           load_key: str | None = None) -> Decision:
+           load_key: str | None = None, eval_only: bool = False) -> Decision:
     """What to do with one point given what is on disk. ``load_key``: the load profile this sweep
-    measures with (None: not compared)."""
+    measures with (None: not compared). ``eval_only``: the point has no throughput result to check."""
     status = run_dir.read_status(point_id)
     if status is None or status.launch_fingerprint != fingerprint or load_changed(status, load_key):
         return "run"
+    if status.state == "done" and eval_only:
+        return "done"
     if status.state == "done":
         result = run_dir.read_result(point_id)
         ok = (result is not None and result.complete and result.metrics.issued > 0
@@ -121,10 +133,12 @@ class Orchestrator:
         measurer: PointMeasurer,
         options: SweepOptions | None = None,
         emit: Emit | None = None,
+        evaluator: PointEvaluator | None = None,
     ):
         self.run_dir = run_dir
         self.starter = starter
         self.measurer = measurer
+        self.evaluator = evaluator
         self.options = options or SweepOptions()
         self.emit = emit or _noop
         self.host = socket.gethostname()
@@ -143,7 +157,9 @@ class Orchestrator:
                         and load_changed(st, self.options.load_key)):
                     reload.append(point.point_id)
                 d = decide(self.run_dir, point.point_id, group.fingerprint, self.options.rerun_failed,
-                           self.options.load_key)
+                           self.options.load_key, eval_only=point.eval_only and self.evaluator is not None)
+                if d == "done" and self._eval_pending(point, group.fingerprint):
+                    d = "run"  # measured, but its eval has not been graded on this launch yet
                 if d == "done":
                     summary.reused.append(point.point_id)
                 elif d == "failed":
@@ -279,9 +295,97 @@ class Orchestrator:
             write_model(self.run_dir.group_file(group.fingerprint), record)
             self.emit(ev.GroupFinished(group.fingerprint, record.state, record.reason))
 
+    def _eval_pending(self, point: Point, fingerprint: str) -> bool:
+        if self.evaluator is None or not (point.run_eval or point.eval_only):
+            return False
+        from infx.sweep.evalbridge import eval_done
+
+        return not eval_done(self.run_dir.point_dir(point.point_id), fingerprint, self.evaluator.limit,
+                             self.options.rerun_failed)
+
     def _measure_point(self, point: Point, group: LaunchGroup, engine: RunningEngine, facts: StartupSummary,
                        summary: SweepSummary) -> LaunchFailed | None:
         """Measure one point; returns the engine's failure when it died during the point."""
+        if self.evaluator is not None and point.eval_only:
+            return self._eval_only_point(point, group, engine, facts, summary)
+        if (self.evaluator is not None and point.run_eval
+                and decide(self.run_dir, point.point_id, group.fingerprint, False, self.options.load_key) == "done"):
+            summary.reused.append(point.point_id)  # throughput kept; only the eval runs
+            return self._eval_point(point, group, engine, summary)
+        dead = self._measure_throughput(point, group, engine, facts, summary)
+        if (dead is None and self.evaluator is not None and point.run_eval
+                and point.point_id in summary.done):
+            return self._eval_point(point, group, engine, summary)
+        return dead
+
+    def _eval_point(self, point: Point, group: LaunchGroup, engine: RunningEngine,
+                    summary: SweepSummary) -> LaunchFailed | None:
+        """Grade one point on the running engine; ``eval-status.json`` records the outcome."""
+        from infx.evals.protocol import EVAL_STATUS_FILE
+        from infx.sweep.evalbridge import write_eval_status
+
+        assert self.evaluator is not None
+        pid = point.point_id
+        pdir = self.run_dir.point_dir(pid)
+        pdir.mkdir(parents=True, exist_ok=True)
+        (pdir / EVAL_STATUS_FILE).unlink(missing_ok=True)
+        self.emit(ev.Note(f"point {pid}: accuracy eval"))
+        try:
+            st = self.evaluator.evaluate(point, engine, pdir, group.fingerprint)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # an evaluator bug must not take the sweep down
+            from infx.evals.protocol import EvalProtocol, EvalStatus
+
+            st = EvalStatus(state="failed", reason=f"{type(exc).__name__}: {exc}", failure_class="eval-error",
+                            protocol=EvalProtocol(), launch_fingerprint=group.fingerprint,
+                            log_tail=traceback.format_exc(limit=6)[-4000:], started_at=time.time(),
+                            ended_at=time.time())
+        dead = engine.failure()
+        if dead is not None:
+            tail = dead.log_tail or engine.log_tail(self.options.log_tail_lines)
+            dead = LaunchFailed(dead.reason, dead.detail, tail)
+            st = st.model_copy(update={"state": "failed", "failure_class": f"eval-engine-died:{dead.reason}",
+                                       "reason": dead.detail or "the engine died during the eval",
+                                       "log_tail": tail[-8000:], "verdict": None})
+        write_eval_status(pdir, st)
+        if st.state == "failed":
+            summary.eval_failed.append(pid)
+        elif st.state == "accuracy-fail":
+            summary.accuracy_failed.append(pid)
+        self.emit(ev.EvalFinished(pid, st.state, st.reason))
+        return dead
+
+    def _eval_only_point(self, point: Point, group: LaunchGroup, engine: RunningEngine, facts: StartupSummary,
+                         summary: SweepSummary) -> LaunchFailed | None:
+        """An eval-only point: no throughput run; its status says whether the eval graded."""
+        pid = point.point_id
+        self.run_dir.clear_status(pid)
+        self.emit(ev.PointStarted(pid, point.eval_conc or min(point.concs)))
+        started = time.time()
+        dead = self._eval_point(point, group, engine, summary)
+        from infx.sweep.evalbridge import read_eval_status
+
+        st = read_eval_status(self.run_dir.point_dir(pid))
+        if dead is not None:
+            self._fail(point, group, f"engine-died:{dead.reason}", dead.detail, dead.log_tail, summary,
+                       started=started, facts=facts)
+            return dead
+        if st is None or st.state == "failed":
+            self._fail(point, group, (st.failure_class if st else None) or "eval-error",
+                       st.reason if st else "no eval status", st.log_tail if st else "", summary,
+                       started=started, facts=facts)
+            return None
+        self.run_dir.write_status(pid, PointStatus(state="done", reason=st.reason,
+                                                   launch_fingerprint=group.fingerprint,
+                                                   load_profile=self.options.load_key, startup=facts,
+                                                   started_at=started, ended_at=time.time()))
+        summary.done.append(pid)
+        self.emit(ev.PointFinished(pid, "done", None))
+        return None
+
+    def _measure_throughput(self, point: Point, group: LaunchGroup, engine: RunningEngine,
+                            facts: StartupSummary, summary: SweepSummary) -> LaunchFailed | None:
         pid = point.point_id
         pdir = self.run_dir.point_dir(pid)
         pdir.mkdir(parents=True, exist_ok=True)

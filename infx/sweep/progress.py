@@ -84,6 +84,8 @@ class Progress:
                 self.failed += 1
                 msg = f"point {e.point_id}: {e.state.upper()} {e.reason or ''}"
             self.current = None
+        elif isinstance(e, ev.EvalFinished):
+            msg = f"point {e.point_id}: eval {e.state}" + (f" ({e.reason})" if e.reason else "")
         elif isinstance(e, ev.Note):
             msg = e.message
         elif isinstance(e, ev.RunFinished):
