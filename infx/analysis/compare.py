@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from infx.analysis.accuracy import AccuracyComparison
 
 from infx.analysis.frontier import Direction, StepFrontier
 
@@ -234,6 +236,7 @@ class ComparisonSet(_Model):
     norm: str
     comparisons: list[Comparison]
     notes: list[str]
+    accuracy: list[AccuracyComparison] = Field(default_factory=list)  # paired evals of the same arms
 
 
 def _frontier_pair(sa: ArmSeries, sb: ArmSeries, **kw: object) -> Comparison:

@@ -107,6 +107,11 @@ def register(app: typer.Typer) -> None:
                 from infx.results.store import locate_results
 
                 published = pr_comparison(store, locate_results(results_root(results))[0], run_id, baseline)
+            from infx.analysis.evals import compare_arm_accuracy, load_evals
+
+            evals = load_evals(store, [run_id] + ([baseline] if baseline else []))
+            accuracy = compare_arm_accuracy(store, evals, run_id, arm if baseline else arm_a,
+                                            None if baseline else arm_b, baseline)
         finally:
             store.close()
         if agg_vs_disagg:
@@ -120,6 +125,7 @@ def register(app: typer.Typer) -> None:
         else:
             cs = compare_arms(measured, run_id, arm_a, arm_b, x_metric=x, y_metric=metric, norm=per,
                               at=targets, ladder_points=ladder)
+        cs.accuracy = accuracy
         if as_json:
             if published is not None:
                 typer.echo(json.dumps({"frontiers": cs.model_dump(mode="json"),
@@ -132,7 +138,7 @@ def register(app: typer.Typer) -> None:
             from infx.interop.prtable import print_table
 
             print_table(published)
-        if not cs.comparisons:
+        if not cs.comparisons and not cs.accuracy:
             raise SystemExit(1)
 
     @app.command("report")
@@ -192,3 +198,8 @@ def _print_comparisons(cs) -> None:  # type: ignore[no-untyped-def]
             table.add_row(f"{e.x:.2f}", "-" if e.a is None else f"{e.a:,.1f}", "-" if e.b is None else f"{e.b:,.1f}",
                           "-" if e.ratio is None else f"{e.ratio:.2f}x", e.note)
         console.print(table)
+    for acc in cs.accuracy:
+        colour = {"same": "green", "not comparable": "yellow"}.get(acc.verdict, "red")
+        console.print(f"\n[bold]accuracy: {acc.a_label} (A) vs {acc.b_label} (B)[/bold]: "
+                      f"[{colour}]{acc.verdict}[/{colour}]")
+        console.print(f"  - {acc.text}", highlight=False)

@@ -28,6 +28,15 @@ from typing import Any
 from infx.diagnostics import Diagnostic, InfxError
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
+from infx.results.evalrows import (
+    ANSWER_COLS,
+    EVAL_COLS,
+    MIGRATION_3,
+    EvalBundle,
+    has_eval_tables,
+    eval_rows,
+    read_eval_bundle,
+)
 from infx.results.layout import (
     MANIFEST,
     POINT_FILE,
@@ -93,6 +102,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         "CREATE INDEX points_identity ON points (model_prefix, hardware, framework, precision, scenario, isl, osl)",
         "CREATE INDEX points_state ON points (run_id, state)",
     ]),
+    (3, MIGRATION_3),  # accuracy evals: infx/results/evalrows.py
     (4, MIGRATION_4),  # telemetry: power/energy (InferenceX keys) and engine state per point
     (5, [  # issue 15: multi-role deployments, GPUs per role (per-role normalisation)
         "ALTER TABLE points ADD COLUMN prefill_gpus INTEGER",
@@ -137,6 +147,8 @@ _INSERT_RESULT = _insert("results", _RESULT_COLS)
 _INSERT_STARTUP = _insert("startup", ("run_id", "point_id", "kv_cache_tokens", "kv_cache_gib", "max_concurrency",
                                       "model_load_gib", "startup_s", "engine_version", "facts_json"))
 _INSERT_TELEMETRY = _insert("telemetry", _TELEMETRY_COLS)
+_INSERT_EVAL = _insert("evals", EVAL_COLS)
+_INSERT_ANSWER = _insert("eval_answers", ANSWER_COLS)
 _INSERT_FAILURE = _insert("failures", ("run_id", "point_id", "state", "failure_class", "reason", "log_tail"))
 
 
@@ -149,6 +161,8 @@ class _Rows:
         self.startup: list[tuple[Any, ...]] = []
         self.failures: list[tuple[Any, ...]] = []
         self.telemetry: list[tuple[Any, ...]] = []
+        self.evals: list[tuple[Any, ...]] = []
+        self.answers: list[tuple[Any, ...]] = []
         self._topology: dict[tuple[Any, ...], str] = {}
         self._json: dict[tuple[Any, ...], str] = {}  # small JSON columns repeat: encode each once
 
@@ -208,6 +222,10 @@ class _Rows:
                                  su.startup_s, su.engine_version, su.model_dump_json()))
         if s.state != "done":
             self.failures.append((*key, s.state, s.failure_class, s.reason, s.log_tail))
+        if b.evaluation is not None:
+            row, answers = eval_rows(b.run_id, p.point_id, b.evaluation)
+            self.evals.append(row)
+            self.answers.extend(answers)
 
 
 # --------------------------------------------------------------------------- identity
@@ -302,6 +320,7 @@ class PointBundle:
     launch_fingerprint: str | None
     digest: str
     point_json: str
+    evaluation: EvalBundle | None = None  # the point's accuracy eval, when it ran
 
 
 def bundle_digest(*parts: bytes | str | None) -> str:
@@ -331,7 +350,9 @@ def read_bundle(results: ResultsDir, run_id: str, point_id: str) -> PointBundle:
     status = results.read_status(run_id, point_id)
     result: BenchResult | None = None
     result_text: str | None = None
-    if status.state == "done":
+    evaluation = read_eval_bundle(d)
+    eval_only = pf.typed().eval_only and not (d / RESULT_FILE).is_file()
+    if status.state == "done" and not eval_only:
         result = results.read_result(run_id, point_id)
         if not result.complete:
             raise InfxError(Diagnostic("partial result (complete: false): not ingested",
@@ -340,8 +361,8 @@ def read_bundle(results: ResultsDir, run_id: str, point_id: str) -> PointBundle:
     point_text = (d / POINT_FILE).read_text(encoding="utf-8")
     status_text = (d / STATUS_FILE).read_text(encoding="utf-8")
     lf = pf.launch_fingerprint or status.launch_fingerprint
-    digest = bundle_digest(point_text, status_text, result_text)
-    return PointBundle(run_id, pf.typed(), status, result, lf, digest, point_text)
+    digest = bundle_digest(point_text, status_text, result_text, *(evaluation.texts if evaluation else ()))
+    return PointBundle(run_id, pf.typed(), status, result, lf, digest, point_text, evaluation)
 
 
 # --------------------------------------------------------------------------- store
@@ -490,7 +511,9 @@ class Store:
         c = self.conn
         with self.transaction():
             telemetry = has_telemetry_table(c)  # a store held at an older schema has no table for it
-            for table in ("results", "startup", "failures") + (("telemetry",) if telemetry else ()):
+            evals = has_eval_tables(c)
+            for table in (("results", "startup", "failures") + (("telemetry",) if telemetry else ())
+                          + (("evals", "eval_answers") if evals else ())):
                 c.executemany(f"DELETE FROM {table} WHERE run_id=? AND point_id=?", replaced)
             if self.schema_version() >= 5:
                 c.executemany(_INSERT_POINT, rows.points)
@@ -501,6 +524,9 @@ class Store:
             c.executemany(_INSERT_FAILURE, rows.failures)
             if telemetry:
                 c.executemany(_INSERT_TELEMETRY, rows.telemetry)
+            if evals:
+                c.executemany(_INSERT_EVAL, rows.evals)
+                c.executemany(_INSERT_ANSWER, rows.answers)
         return len(todo), unchanged
 
     # ingest from files -------------------------------------------------------
