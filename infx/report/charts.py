@@ -32,9 +32,12 @@ def _name(s: ArmSeries, run_id: str) -> str:
     return s.label if s.run_id == run_id else f"{s.label} (run {s.run_id})"
 
 
-def frontier_figure(series: Sequence[ArmSeries], run_id: str, title: str) -> go.Figure:
-    """Throughput (series' normalisation) vs interactivity: points per arm and the arm's step frontier."""
+def frontier_figure(series: Sequence[ArmSeries], run_id: str, title: str,
+                    below: set[str] | frozenset[str] = frozenset()) -> go.Figure:
+    """Throughput (series' normalisation) vs interactivity: points per arm and the arm's step frontier.
+    ``below``: point ids whose accuracy eval fell below its threshold (drawn as red crosses)."""
     fig = go.Figure()
+    flagged = [(s, m) for s in series if s.run_id == run_id for m in s.points if m.point_id in below]
     col = colours(series)
     for s in series:
         base = s.run_id != run_id
@@ -54,6 +57,13 @@ def frontier_figure(series: Sequence[ArmSeries], run_id: str, title: str) -> go.
             x=px, y=py, mode="lines", name=f"frontier {_name(s, run_id)}", legendgroup=_name(s, run_id),
             showlegend=False, line=dict(color=c, width=2, dash="dash" if base else "solid", shape="linear"),
             hoverinfo="skip"))
+    if flagged:
+        fig.add_trace(go.Scatter(
+            x=[m.x(s.x_metric) for s, m in flagged], y=[m.throughput(s.y_metric, s.norm) for s, m in flagged],
+            mode="markers", name="below accuracy threshold",
+            marker=dict(symbol="x-thin-open", size=18, color="#d62728", line=dict(width=3, color="#d62728")),
+            customdata=[[m.point_id] for _, m in flagged],
+            hovertemplate="%{customdata[0]}<br>below accuracy threshold<extra></extra>"))
     s0 = series[0]
     fig.update_layout(title=title, xaxis_title=f"{X_AXES[s0.x_metric].label} ({X_AXES[s0.x_metric].unit})",
                       yaxis_title=y_axis(s0.y_metric, s0.norm).label, **LAYOUT)

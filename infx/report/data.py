@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infx.analysis.accuracy import AccuracyComparison
 from infx.analysis.compare import ComparisonSet, compare_arms, compare_runs
 from infx.analysis.dataset import (
     GpusPerNode,
@@ -13,6 +14,7 @@ from infx.analysis.dataset import (
     gpus_per_node_resolver,
     load_measured,
 )
+from infx.analysis.evals import EvalPoint, compare_arm_accuracy, load_evals
 from infx.diagnostics import Diagnostic, InfxError
 from infx.interop.prtable import PRComparison, pr_comparison
 from infx.report.samples import LatencySamples, read_samples
@@ -53,6 +55,8 @@ class ReportData:
     samples: dict[str, LatencySamples] = field(default_factory=dict)  # point id -> raw distributions
     published: PRComparison | None = None  # baseline is an imported InferenceX run: its PR table
     telemetry: list[Any] = field(default_factory=list)  # infx.report.telemetry.PointTelemetry, this run's points
+    evals: list[EvalPoint] = field(default_factory=list)  # accuracy evals of this run (and the baseline)
+    accuracy: list[AccuracyComparison] = field(default_factory=list)  # paired verdicts: arms, and vs baseline
 
     @property
     def per_node_known(self) -> bool:
@@ -141,6 +145,10 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
         from infx.analysis.aggdisagg import compare_agg_disagg
 
         data.agg_disagg_comparison = compare_agg_disagg(measured, run_id, norm=norm)
+    data.evals = load_evals(store, runs)
+    data.accuracy = compare_arm_accuracy(store, data.evals, run_id, None, None)
+    if baseline:
+        data.accuracy += compare_arm_accuracy(store, data.evals, run_id, None, None, baseline)
     if baseline:
         data.baseline_comparison = compare_runs(measured, run_id, baseline, norm=norm)
         if results_root is not None and store.origin(baseline) == "imported" and store.origin(run_id) == "measured":

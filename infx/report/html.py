@@ -179,6 +179,9 @@ def workload_charts(data: ReportData) -> tuple[str, list[tuple[str, go.Figure]]]
     """HTML of every chart, and the figures by div id (the first is the main chart)."""
     parts: list[str] = []
     figs: list[tuple[str, go.Figure]] = []
+    from infx.report.accuracy import below_threshold
+
+    below = below_threshold(data.evals, data.run_id)
     by_gpu = series(data.measured, norm="gpu")
     by_node = series(data.measured, norm="node") if data.per_node_known else {}
     for n, (workload, arms) in enumerate(by_gpu.items()):
@@ -190,9 +193,10 @@ def workload_charts(data: ReportData) -> tuple[str, list[tuple[str, go.Figure]]]
         if workload in by_node:
             plan.append(("node", charts.frontier_figure(_ordered(by_node[workload], data.run_id), data.run_id,
                                                         f"Throughput {NORM_UNITS['node']} vs interactivity "
-                                                        "(step frontiers)")))
+                                                        "(step frontiers)", below)))
         plan.append(("gpu", charts.frontier_figure(arms, data.run_id,
-                                                   f"Throughput {NORM_UNITS['gpu']} vs interactivity (step frontiers)")))
+                                                   f"Throughput {NORM_UNITS['gpu']} vs interactivity (step frontiers)",
+                                                   below)))
         energy = series([m for m in data.measured if m.workload == workload], y_metric="energy", norm="gpu")
         e_arms = _ordered(energy.get(workload, []), data.run_id)
         if any(m.output_tok_per_j is not None for s in e_arms for m in s.points):
@@ -263,6 +267,10 @@ def render_report(data: ReportData, *, plotly_js: Literal["inline"] | str = "inl
     baseline_line = (f"<p>Compared against baseline run <b>{_e(data.baseline)}</b> (dashed lines, open markers).</p>"
                      if data.baseline else "")
     title = f"infx report: {m.run_id}"
+    from infx.report.accuracy import accuracy_html
+
+    tput = {p.point_id: p.measured.throughput("total", "gpu") for p in data.points if p.measured is not None}
+    accuracy_section = accuracy_html(data.evals, data.run_id, data.accuracy, tput)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_e(title)}</title><style>{CSS}</style>{script}</head>
@@ -278,6 +286,8 @@ throughput measured at that interactivity or better. Per-node figures are per-se
 node (GPUs per node // GPUs per server), assuming replicas do not interfere.</p>
 {charts_html}
 {telemetry_section(data)}
+<h2 id="accuracy">Accuracy</h2>
+{accuracy_section}
 <h2 id="comparisons">Comparisons</h2>
 {comparisons or '<p>No comparisons.</p>'}
 <h2 id="points">Points</h2>

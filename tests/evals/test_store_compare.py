@@ -69,3 +69,19 @@ def test_failed_eval_is_stored_with_its_reason(seed_results):
     with Store(seed_results.db_path) as st:
         assert st.conn.execute("SELECT state, reason, score_strict FROM evals").fetchall() == [
             ("failed", "ClientResponseError: 500", None)]
+
+
+def test_report_shows_accuracy_next_to_throughput(seed_results, tmp_path):
+    a, b = table(5, 1, 9, 5)
+    write_eval(seed_results.point_dir("pr-1234", TP2), a)
+    write_eval(seed_results.point_dir("pr-1234", TP4), b)
+    out = tmp_path / "r.html"
+    r = subprocess.run([sys.executable, "-m", "infx", "report", str(seed_results.root), "--run", "pr-1234",
+                        "--gpus-per-node", "8", "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    html = out.read_text()
+    assert 'id="accuracy-table"' in html and "30.00%" in html and "70.00%" in html
+    below = html.split('id="accuracy-below"', 1)[1].split("</div>", 1)[0]
+    assert TP2 in below and TP4 not in below
+    assert "below accuracy threshold" in html  # the red crosses on the frontier charts
+    assert "<b>a worse</b>" in html and "McNemar exact p = 0.0215" in html
