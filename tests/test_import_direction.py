@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
     {"telemetry"},     # power/energy and engine-state samplers around a measurement (uses the result's clock)
     {"engines"},
     {"preflight"},
+    {"evals"},         # accuracy evals (lm-eval in its own venv): reads model cards, written by the sweep
     {"changelog"},
     {"results"},
     {"interop"},       # InferenceX result files in and out (reads the store; the analysis and report build on it)

@@ -49,12 +49,12 @@ class EvalFailed(Exception):
 
 def eval_python() -> Path:
     """The eval venv's interpreter: ``$INFX_EVAL_PYTHON``, else ``.venv-eval`` in the working directory or
-    a parent, else beside the infx checkout."""
+    a parent, else beside the virtual environment infx runs in (``make`` creates both side by side)."""
     env = os.environ.get("INFX_EVAL_PYTHON")
     if env:
         return Path(env)
     here = Path.cwd().resolve()
-    for d in (here, *here.parents, Path(__file__).resolve().parents[2]):
+    for d in (here, *here.parents, Path(sys.prefix).parent):
         p = d / EVAL_VENV / "bin" / "python"
         if p.is_file():
             return p
