@@ -42,7 +42,8 @@ def test_cache_can_be_disabled_and_survives_garbage(tmp_path: Path, monkeypatch:
     path.parent.mkdir(parents=True)
     path.write_bytes(b"not a pickle")
     assert list(load_catalog([REPO / "configs" / "cpu-master.yaml"]).entries) == [
-        "tinyllama-bf16-cpu-vllm", "tinyllama-bf16-cpu-vllm-agentic", "disagg-tinyllama-bf16-cpu-vllm"]
+        "tinyllama-bf16-cpu-vllm", "tinyllama-bf16-cpu-vllm-agentic", "disagg-tinyllama-bf16-cpu-vllm",
+        "tinyllama-bf16-cpu-vllm-eval"]
     assert os.path.getsize(path) > 100  # rewritten with a valid entry set
 
 

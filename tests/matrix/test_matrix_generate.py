@@ -86,7 +86,8 @@ def test_seed_cli_evals_only() -> None:
 
 def test_cpu_catalog(repo_cat: Any, repo_runners: Any) -> None:
     rows = test_config_rows(repo_cat, repo_runners, ["tinyllama-*"], evals="none")
-    fixed = [r for r in rows if "isl" in r]
+    fixed = [r for r in rows if r.get("isl") == 256]  # the demo sweep (the 8k1k entry is the eval one)
+    assert [r["conc"] for r in rows if r.get("isl") == 8192] == [16]
     agentic = [r for r in rows if r.get("scenario-type") == "agentic-coding"]
     assert [r["conc"] for r in fixed] == [1, 2, 4, 8, 16]
     assert all(r["runner"] == "local" and r["tp"] == 1 and r["max-model-len"] <= 2048 for r in fixed)
@@ -96,7 +97,7 @@ def test_cpu_catalog(repo_cat: Any, repo_runners: Any) -> None:
 
 def test_resolve_keys_globs_and_errors(repo_cat: Any) -> None:
     assert resolve_keys(repo_cat, ["tinyllama-*", "tinyllama-bf16-cpu-vllm", SEED]) == [
-        "tinyllama-bf16-cpu-vllm", "tinyllama-bf16-cpu-vllm-agentic", SEED]
+        "tinyllama-bf16-cpu-vllm", "tinyllama-bf16-cpu-vllm-agentic", "tinyllama-bf16-cpu-vllm-eval", SEED]
     with pytest.raises(InfxError) as exc:
         resolve_keys(repo_cat, ["nope-*", "tinyllama-*", "missing"])
     assert "not found: nope-*, missing" in str(exc.value)
@@ -144,7 +145,7 @@ def test_infx_matrix_is_the_same_command() -> None:
     kw: dict[str, Any] = {"capture_output": True, "text": True, "cwd": REPO, "timeout": 120}
     a = subprocess.run([sys.executable, "-m", "infx", "matrix", *args], **kw)
     b = subprocess.run([sys.executable, "-m", "infx.matrix.generate", *args], **kw)
-    assert a.returncode == b.returncode == 0 and a.stdout == b.stdout and len(json.loads(a.stdout)) == 8
+    assert a.returncode == b.returncode == 0 and a.stdout == b.stdout and len(json.loads(a.stdout)) == 9
 
 
 def test_all_and_no_evals_conflict() -> None:
@@ -164,7 +165,7 @@ def test_github_matrix_flag_buckets_the_same_rows() -> None:
     buckets = json.loads(subprocess.run(base + ["--github-matrix"], cwd=root, capture_output=True,
                                         check=True, text=True).stdout)
     agentic = buckets["single_node"]["agentic"]
-    fixed = buckets["single_node"]["256_64"]
+    fixed = buckets["single_node"]["256_64"] + buckets["single_node"]["8k1k"]
     multi = [r for rows in buckets["multi_node"].values() for r in rows]  # the CPU disagg deployment
     assert sorted(r["point-id"] for r in agentic + fixed + multi) == sorted(r["point-id"] for r in flat)
     assert all(r["scenario-type"] == "agentic-coding" for r in agentic)
