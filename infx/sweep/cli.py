@@ -426,7 +426,12 @@ def _submit_slurm(prep: Any, wait: bool, wait_timeout: float, partition: Optiona
         save_plan(rd, plan)
     # gate rejects are recorded now; resumed points are not submitted at all
     opts = SweepOptions(rerun_failed=prep.request.rerun_failed, load_key=prep.request.load.key())
-    orch = Orchestrator(rd, None, None, opts)  # type: ignore[arg-type]
+    evaluator = None
+    if prep.request.evals != "none":  # points whose eval is still to grade are submitted again
+        from infx.sweep.evalbridge import LocalEvaluator
+
+        evaluator = LocalEvaluator(prep.request.eval_limit)
+    orch = Orchestrator(rd, None, None, opts, evaluator=evaluator)  # type: ignore[arg-type]
     orch.mark_skipped(prep.rejects)
     todo, summary = orch.plan(prep.groups)
     print(f"slurm: {len(prep.points)} point(s): {len(summary.reused)} already measured, "

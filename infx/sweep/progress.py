@@ -141,10 +141,17 @@ def results_table(run_dir: RunDir, point_ids: list[str] | None = None) -> Table:
             t.add_row(pid, conc, "pending", "", "", "", "", "")
             continue
         res = run_dir.read_result(pid) if st.state == "done" else None
-        if res is not None:
+        from infx.sweep.evalbridge import read_eval_status
+
+        ev_st = read_eval_status(run_dir.point_dir(pid))
+        eval_note = f"eval {ev_st.state}" + (f": {ev_st.reason}" if ev_st.reason else "") if ev_st else ""
+        if res is None and ev_st is not None and st.state == "done":
+            t.add_row(pid, conc, "[green]done[/green]", "", "", "", "", eval_note[:80])
+        elif res is not None:
             m = res.metrics
             t.add_row(pid, conc, "[green]done[/green]", f"{m.throughput.request_per_s:.2f}",
-                      f"{m.throughput.output_tok_per_s:.1f}", _fmt(m.ttft_ms.median), _fmt(m.tpot_ms.median), "")
+                      f"{m.throughput.output_tok_per_s:.1f}", _fmt(m.ttft_ms.median), _fmt(m.tpot_ms.median),
+                      eval_note[:80])
         else:
             colour = "red" if st.state == "failed" else "yellow"
             t.add_row(pid, conc, f"[{colour}]{st.state}[/{colour}]", "", "", "", "",
