@@ -41,6 +41,8 @@ def load_evals(store: object, run_ids: Sequence[str] | None = None) -> list[Eval
     from infx.results.store import Store
 
     assert isinstance(store, Store)
+    if store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='evals'").fetchone() is None:
+        return []  # a store from before the evals migration (opened read-only)
     sql, args = _QUERY, ()
     if run_ids is not None:
         sql += f" WHERE p.run_id IN ({', '.join('?' * len(run_ids))})"

@@ -17,14 +17,14 @@ from infx.evals.parse import iter_samples, read_eval
 from infx.evals.protocol import EVAL_FILE, EVAL_STATUS_FILE, SAMPLES_FILE, EvalResult, EvalStatus
 
 MIGRATION_3 = [
-    """CREATE TABLE evals (
+    """CREATE TABLE IF NOT EXISTS evals (
         run_id TEXT NOT NULL, point_id TEXT NOT NULL,
         task TEXT NOT NULL, state TEXT NOT NULL, failure_class TEXT, reason TEXT NOT NULL,
         threshold REAL, threshold_source TEXT, n INTEGER,
         score_strict REAL, score_flexible REAL, stderr_strict REAL, stderr_flexible REAL,
         lm_eval_version TEXT, protocol_key TEXT NOT NULL, protocol_json TEXT NOT NULL, filters_json TEXT NOT NULL,
         PRIMARY KEY (run_id, point_id))""",
-    """CREATE TABLE eval_answers (
+    """CREATE TABLE IF NOT EXISTS eval_answers (
         run_id TEXT NOT NULL, point_id TEXT NOT NULL, doc_id INTEGER NOT NULL,
         strict INTEGER, flexible INTEGER,
         PRIMARY KEY (run_id, point_id, doc_id))""",

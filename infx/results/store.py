@@ -431,6 +431,10 @@ class Store:
                 self.conn.execute("ROLLBACK")
                 raise
             current = version
+        if current >= 3 and (target is None or target >= 3):
+            # step 3 landed after step 6: a store that was already past 3 gets the eval tables too (idempotent)
+            for sql in MIGRATION_3:
+                self.conn.execute(sql)
         return current
 
     # writes ----------------------------------------------------------------
