@@ -19,12 +19,21 @@ def _pct(v: float | None, se: float | None = None) -> str:
     return f"{100 * v:.2f}%" + (f" &plusmn;{100 * se:.2f}%" if se is not None else "")
 
 
+def _links(files_url: str | None, run_id: str, e: EvalPoint) -> str:
+    if files_url is None:
+        return ""
+    base = f"{files_url}/{_e(run_id)}/points/{_e(e.point_id)}"
+    names = ("eval-status.json", "lm-eval.log") if e.state == "failed" else (
+        "eval.json", "eval-samples.jsonl", "eval-status.json")
+    return "<br><small>" + " ".join(f'<a href="{base}/{n}">{n.split(".")[0]}</a>' for n in names) + "</small>"
+
+
 def below_threshold(evals: list[EvalPoint], run_id: str) -> set[str]:
     return {e.point_id for e in evals if e.run_id == run_id and e.state == "accuracy-fail"}
 
 
 def accuracy_html(evals: list[EvalPoint], run_id: str, comparisons: list[AccuracyComparison],
-                  throughput: dict[str, float | None]) -> str:
+                  throughput: dict[str, float | None], files_url: str | None = None) -> str:
     mine = [e for e in evals if e.run_id == run_id]
     if not mine:
         return '<p id="accuracy-none">No accuracy evals in this run (`infx run --evals default|evals-only`).</p>'
@@ -32,7 +41,7 @@ def accuracy_html(evals: list[EvalPoint], run_id: str, comparisons: list[Accurac
     for e in mine:
         tput = throughput.get(e.point_id)
         rows.append(
-            f'<tr class="{_e(e.state)}"><td>{_e(e.point_id)}</td><td>{_e(e.workload.label)}</td><td>{_e(e.arm.label)}</td>'
+            f'<tr class="{_e(e.state)}"><td>{_e(e.point_id)}{_links(files_url, run_id, e)}</td><td>{_e(e.workload.label)}</td><td>{_e(e.arm.label)}</td>'
             f"<td class=num>{e.conc}</td><td>{_e(e.task)}</td><td class=num>{_e(e.n)}</td>"
             f"<td class=num>{_pct(e.score_strict, e.stderr_strict)}</td>"
             f"<td class=num>{_pct(e.score_flexible, e.stderr_flexible)}</td>"

@@ -270,7 +270,7 @@ def render_report(data: ReportData, *, plotly_js: Literal["inline"] | str = "inl
     from infx.report.accuracy import accuracy_html
 
     tput = {p.point_id: p.measured.throughput("total", "gpu") for p in data.points if p.measured is not None}
-    accuracy_section = accuracy_html(data.evals, data.run_id, data.accuracy, tput)
+    accuracy_section = accuracy_html(data.evals, data.run_id, data.accuracy, tput, files_url)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_e(title)}</title><style>{CSS}</style>{script}</head>

@@ -34,7 +34,10 @@ from infx.results.layout import (
 from infx.results.store import Store
 
 SERVABLE = {POINT_FILE: "application/json", STATUS_FILE: "application/json", RESULT_FILE: "application/json",
-            ENGINE_LOG: "text/plain", RECORDS_FILE: "application/gzip"}
+            ENGINE_LOG: "text/plain", RECORDS_FILE: "application/gzip",
+            # accuracy evals (infx.evals.protocol): graded results, per-question samples, outcome, lm-eval's log
+            "eval.json": "application/json", "eval-samples.jsonl": "text/plain", "eval-status.json": "application/json",
+            "lm-eval.log": "text/plain"}
 DASHBOARD: web.AppKey[Dashboard] = web.AppKey("dashboard")
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
                     "X-Frame-Options": "DENY"}

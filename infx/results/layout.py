@@ -242,7 +242,10 @@ class ResultsDir:
         return self.run_dir(run_id) / POINTS / check_name(point_id, "point id")
 
     def file(self, run_id: str, point_id: str, name: str) -> Path:
-        if name not in (POINT_FILE, STATUS_FILE, RESULT_FILE, RECORDS_FILE, ENGINE_LOG):
+        from infx.evals.protocol import EVAL_FILE, EVAL_STATUS_FILE, SAMPLES_FILE
+
+        if name not in (POINT_FILE, STATUS_FILE, RESULT_FILE, RECORDS_FILE, ENGINE_LOG, EVAL_FILE, SAMPLES_FILE,
+                        EVAL_STATUS_FILE, "lm-eval.log"):
             raise ValueError(f"not a point file: {name}")
         return self.point_dir(run_id, point_id) / name
 

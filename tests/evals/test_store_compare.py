@@ -98,3 +98,25 @@ def test_a_store_past_schema_3_without_eval_tables_gets_them(seed_results):
     assert r.returncode == 0, r.stderr
     with Store(seed_results.db_path) as st:
         assert st.conn.execute("SELECT state FROM evals").fetchall() == [("pass",)]
+
+
+def test_dashboard_shows_accuracy_and_serves_the_eval_files(seed_results):
+    import urllib.request
+
+    a, b = table(5, 1, 9, 5)
+    write_eval(seed_results.point_dir("pr-1234", TP2), a)
+    write_eval(seed_results.point_dir("pr-1234", TP4), b)
+    proc = subprocess.Popen([sys.executable, "-m", "infx", "serve", str(seed_results.root), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url = (proc.stdout.readline() if proc.stdout else "").split()[2].rstrip("/")
+        with urllib.request.urlopen(f"{url}/runs/pr-1234", timeout=60) as r:
+            page = r.read().decode()
+        assert 'id="accuracy-table"' in page and "<b>a worse</b>" in page
+        link = f"/files/pr-1234/points/{TP2}/eval-samples.jsonl"
+        assert link in page
+        with urllib.request.urlopen(url + link, timeout=60) as r:
+            assert len(r.read().decode().splitlines()) == 20
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
