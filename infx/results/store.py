@@ -50,7 +50,6 @@ from infx.results.layout import (
 )
 from infx.results.telemetry_rows import COLUMNS as _TELEMETRY_COLS
 from infx.results.telemetry_rows import MIGRATION_4, telemetry_row
-from infx.results.telemetry_rows import ensure_table as ensure_telemetry_table
 from infx.results.telemetry_rows import has_table as has_telemetry_table
 
 # Ordered migration steps: (version, statements). Never edit a released step; append a new one.
@@ -385,7 +384,6 @@ class Store:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.migrate(schema_target)
-            ensure_telemetry_table(self.conn, self.schema_version())
         self.conn.execute("PRAGMA busy_timeout=30000")
 
     def __enter__(self) -> Store:
@@ -431,10 +429,6 @@ class Store:
                 self.conn.execute("ROLLBACK")
                 raise
             current = version
-        if current >= 3 and (target is None or target >= 3):
-            # step 3 landed after step 6: a store that was already past 3 gets the eval tables too (idempotent)
-            for sql in MIGRATION_3:
-                self.conn.execute(sql)
         return current
 
     # writes ----------------------------------------------------------------

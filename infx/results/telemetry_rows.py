@@ -55,11 +55,3 @@ def telemetry_row(run_id: str, point_id: str, extra: dict[str, Any]) -> tuple[An
 
 def has_table(conn: Any) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='telemetry'").fetchone() is not None
-
-
-def ensure_table(conn: Any, version: int) -> None:
-    """Migration 4 for a database that passed version 4 without it: one written by a build whose migration
-    list had later steps (5, 6) but not this one skips 4 when it migrates, so the table is created here."""
-    if version >= 4 and not has_table(conn):
-        for sql in MIGRATION_4:
-            conn.execute(sql)

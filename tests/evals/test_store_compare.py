@@ -87,19 +87,6 @@ def test_report_shows_accuracy_next_to_throughput(seed_results, tmp_path):
     assert "<b>a worse</b>" in html and "McNemar exact p = 0.0215" in html
 
 
-def test_a_store_past_schema_3_without_eval_tables_gets_them(seed_results):
-    """Step 3 (evals) was appended after step 6 existed: a store already at 6 still gains the eval tables."""
-    with Store(seed_results.db_path) as st:
-        st.conn.execute("DROP TABLE evals")
-        st.conn.execute("DROP TABLE eval_answers")
-    write_eval(seed_results.point_dir("pr-1234", TP2), {0: True, 1: False})
-    r = subprocess.run([sys.executable, "-m", "infx", "ingest", str(seed_results.root)], capture_output=True,
-                       text=True)
-    assert r.returncode == 0, r.stderr
-    with Store(seed_results.db_path) as st:
-        assert st.conn.execute("SELECT state FROM evals").fetchall() == [("pass",)]
-
-
 def test_dashboard_shows_accuracy_and_serves_the_eval_files(seed_results):
     import urllib.request
 

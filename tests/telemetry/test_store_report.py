@@ -81,15 +81,3 @@ def test_store_compare_and_report(seed_results: ResultsDir, tmp_path: Path) -> N
     assert "Output tokens per joule vs interactivity" in html
     assert 'id="telemetry"' in html and "power and engine state over time" in html and 'id="telemetry-0"' in html
 
-
-def test_database_that_skipped_migration_4_gets_the_table(tmp_path: Path) -> None:
-    """A database migrated by a build whose list had 5 and 6 but not 4 is at version 6 without the table."""
-    from infx.analysis.dataset import load_measured
-
-    db = tmp_path / "infx.db"
-    with Store(db) as st:
-        st.conn.execute("DROP TABLE telemetry")
-    with Store(db, readonly=True) as st:  # read-only: not migrated; the analysis reads no energy
-        assert load_measured(st) == []
-    with Store(db) as st:
-        assert st.conn.execute("SELECT COUNT(*) FROM telemetry").fetchone() == (0,)
