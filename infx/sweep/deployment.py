@@ -18,6 +18,7 @@ from infx.atomic import write_text
 from infx.matrix.point import Point
 from infx.results.layout import StartupSummary
 from infx.sweep.executors import LaunchFailed, LaunchGroup
+from infx.sweep.logfile import log_excerpt, log_size
 
 
 def allocation(point: Point, gpus_per_node: int) -> tuple[int, int]:
@@ -112,19 +113,10 @@ class LocalDeployment:
         return None if exc is None else _classified(exc)
 
     def log_size(self) -> int:
-        try:
-            return self.log_path.stat().st_size
-        except FileNotFoundError:
-            return 0
+        return log_size(self.log_path)
 
     def log_excerpt(self, start: int, end: int | None = None) -> str:
-        try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(start)
-                data = fh.read() if end is None else fh.read(max(0, end - start))
-        except FileNotFoundError:
-            return ""
-        return data.decode("utf-8", errors="replace")
+        return log_excerpt(self.log_path, start, end)
 
     def log_tail(self, lines: int = 40) -> str:
         per = max(5, lines // max(1, len(self.proc.roles)))

@@ -14,6 +14,7 @@ from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.results.layout import StartupSummary
 from infx.sweep.executors import LaunchFailed, LaunchGroup, ProgressFn
+from infx.sweep.logfile import log_excerpt, log_size
 from infx.sweep.profile import LoadProfile
 from infx.sweep.rendering import RenderAtPort
 
@@ -120,19 +121,10 @@ class LocalEngine:
         return LaunchFailed(kind, detail, _tail_lines(text, 40))
 
     def log_size(self) -> int:
-        try:
-            return self.log_path.stat().st_size
-        except FileNotFoundError:
-            return 0
+        return log_size(self.log_path)
 
     def log_excerpt(self, start: int, end: int | None = None) -> str:
-        try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(start)
-                data = fh.read() if end is None else fh.read(max(0, end - start))
-        except FileNotFoundError:
-            return ""
-        return data.decode("utf-8", errors="replace")
+        return log_excerpt(self.log_path, start, end)
 
     def log_tail(self, lines: int = 40) -> str:
         return _tail_lines(self.proc.log_text(), lines)
