@@ -3,6 +3,7 @@ generator's ``run_bench`` for measurements."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import urllib.request
@@ -230,10 +231,18 @@ def theoretical_reuse(result: BenchResult) -> float | None:
     trace = result.config.get("trace_file") if result.config.get("scenario") == "agentic-coding" else None
     if not trace or not Path(trace).is_file():
         return None
+    st = Path(trace).stat()
+    return _trace_reuse(str(Path(trace).resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _trace_reuse(path: str, size: int, mtime_ns: int) -> float | None:
+    """Every agentic point of a sweep replays the same trace file: parse it once (keyed by size and mtime, so
+    a rewritten file is read again)."""
     from infx.agentic.stats import trace_stats
     from infx.agentic.trace import load_traces
 
-    return trace_stats(load_traces(trace)).theoretical_cache_hit_rate
+    return trace_stats(load_traces(path)).theoretical_cache_hit_rate
 
 
 def scrape_counters(text: str) -> tuple[float, float]:
