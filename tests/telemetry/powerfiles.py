@@ -3,6 +3,7 @@ stamps; amd-smi: bare numbers, ISO/epoch stamps), built around a fixed window.""
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -39,3 +40,17 @@ PINNED_WINDOW = dict(start=T0, end=T0 + 2.0, duration=2.0, completed=10, input_t
 PINNED_METRICS = {"total_gpu_energy_j": 562.5, "avg_total_gpu_power_w": 281.25, "avg_power_w": 140.625,
                   "joules_per_successful_query": 56.25, "joules_per_input_token": 0.5625,
                   "joules_per_output_token": 1.125, "joules_per_total_token": 0.375}
+
+
+FAKE_SMI = Path(__file__).with_name("fake_smi.py")
+
+
+def install_fake_tools(bin_dir: Path, names: tuple[str, ...] = ("nvidia-smi",)) -> Path:
+    """Executables named like the real tools (no GPU can exist here) that print their formats over time;
+    the caller puts ``bin_dir`` on PATH."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        exe = bin_dir / name
+        exe.write_text(f"#!{sys.executable}\n" + FAKE_SMI.read_text())
+        exe.chmod(0o755)
+    return bin_dir

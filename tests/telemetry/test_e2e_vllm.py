@@ -5,24 +5,19 @@ integrated over the load generator's own window."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 from infx.telemetry.session import GPU_FILE, Telemetry, TelemetryOptions, attach
+from tests.telemetry.powerfiles import install_fake_tools
 
 pytestmark = pytest.mark.slow
-FAKE = Path(__file__).with_name("fake_smi.py")
 
 
 @pytest.fixture
 def fake_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    exe = bin_dir / "nvidia-smi"
-    exe.write_text(f"#!{sys.executable}\n" + FAKE.read_text())
-    exe.chmod(0o755)
+    bin_dir = install_fake_tools(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
 
 

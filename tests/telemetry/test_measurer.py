@@ -15,17 +15,13 @@ from infx.sweep.local import LocalMeasurer
 from infx.sweep.profile import LoadProfile
 from infx.telemetry.session import GPU_FILE, VALIDATION_FILE, TelemetryOptions
 from tests.interop.helpers import fixed_point
+from tests.telemetry.powerfiles import install_fake_tools
 
-FAKE = Path(__file__).with_name("fake_smi.py")
 
 
 def test_measure_with_telemetry(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                 capsys: pytest.CaptureFixture[str]) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    exe = bin_dir / "nvidia-smi"
-    exe.write_text(f"#!{sys.executable}\n" + FAKE.read_text())
-    exe.chmod(0o755)
+    bin_dir = install_fake_tools(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     point = fixed_point(2, 4)  # TP=2: two devices expected, sampled as --id=0,1

@@ -4,7 +4,6 @@ a fake powercap tree for RAPL, and real ``/metrics`` text shapes for the engine-
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -16,18 +15,13 @@ from infx.telemetry.energy import check_window, validate_power
 from infx.telemetry.engine_state import parse_metrics, summarise
 from infx.telemetry.gpu import AmdSmiFilter, AmdSmiSampler, NvidiaSmiSampler, detect_tool
 from infx.telemetry.models import BenchWindow, EngineStateSample
+from tests.telemetry.powerfiles import install_fake_tools
 
-FAKE = Path(__file__).with_name("fake_smi.py")
 
 
 @pytest.fixture
 def fake_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name in ("nvidia-smi", "amd-smi"):
-        exe = bin_dir / name
-        exe.write_text(f"#!{sys.executable}\n" + FAKE.read_text())
-        exe.chmod(0o755)
+    bin_dir = install_fake_tools(tmp_path / "bin", ("nvidia-smi", "amd-smi"))
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     return bin_dir
 
