@@ -36,10 +36,6 @@ EVAL_COLS = ("run_id", "point_id", "task", "state", "failure_class", "reason", "
 ANSWER_COLS = ("run_id", "point_id", "doc_id", "strict", "flexible")
 
 
-def has_eval_tables(conn: Any) -> bool:
-    """A store held at an older schema (``schema_target``) has no eval tables."""
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='evals'").fetchone() is not None
-
 
 def strict_name(names: list[str]) -> str | None:
     return next((n for n in names if "strict" in n), None)

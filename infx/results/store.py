@@ -33,7 +33,6 @@ from infx.results.evalrows import (
     EVAL_COLS,
     MIGRATION_3,
     EvalBundle,
-    has_eval_tables,
     eval_rows,
     read_eval_bundle,
 )
@@ -50,7 +49,6 @@ from infx.results.layout import (
 )
 from infx.results.telemetry_rows import COLUMNS as _TELEMETRY_COLS
 from infx.results.telemetry_rows import MIGRATION_4, telemetry_row
-from infx.results.telemetry_rows import has_table as has_telemetry_table
 
 # Ordered migration steps: (version, statements). Never edit a released step; append a new one.
 MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -139,16 +137,19 @@ def _insert(table: str, cols: tuple[str, ...]) -> str:
     return f"INSERT OR REPLACE INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
 
 
-_INSERT_POINT = _insert("points", _POINT_COLS)
-_ROLE_COLS = 3  # prefill_gpus, decode_gpus, disagg: added by migration 5
-_INSERT_POINT_BEFORE_5 = _insert("points", _POINT_COLS[:-_ROLE_COLS])
-_INSERT_RESULT = _insert("results", _RESULT_COLS)
-_INSERT_STARTUP = _insert("startup", ("run_id", "point_id", "kv_cache_tokens", "kv_cache_gib", "max_concurrency",
-                                      "model_load_gib", "startup_s", "engine_version", "facts_json"))
-_INSERT_TELEMETRY = _insert("telemetry", _TELEMETRY_COLS)
-_INSERT_EVAL = _insert("evals", EVAL_COLS)
-_INSERT_ANSWER = _insert("eval_answers", ANSWER_COLS)
-_INSERT_FAILURE = _insert("failures", ("run_id", "point_id", "state", "failure_class", "reason", "log_tail"))
+_STARTUP_COLS = ("run_id", "point_id", "kv_cache_tokens", "kv_cache_gib", "max_concurrency", "model_load_gib",
+                 "startup_s", "engine_version", "facts_json")
+_FAILURE_COLS = ("run_id", "point_id", "state", "failure_class", "reason", "log_tail")
+# (table, columns, _Rows attribute) of every per-point table, in write order
+_POINT_TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("points", _POINT_COLS, "points"),
+    ("results", _RESULT_COLS, "results"),
+    ("startup", _STARTUP_COLS, "startup"),
+    ("failures", _FAILURE_COLS, "failures"),
+    ("telemetry", _TELEMETRY_COLS, "telemetry"),
+    ("evals", EVAL_COLS, "evals"),
+    ("eval_answers", ANSWER_COLS, "answers"),
+)
 
 
 class _Rows:
@@ -508,24 +509,23 @@ class Store:
         replaced = [k for k in todo if k in existing]
         c = self.conn
         with self.transaction():
-            telemetry = has_telemetry_table(c)  # a store held at an older schema has no table for it
-            evals = has_eval_tables(c)
-            for table in (("results", "startup", "failures") + (("telemetry",) if telemetry else ())
-                          + (("evals", "eval_answers") if evals else ())):
-                c.executemany(f"DELETE FROM {table} WHERE run_id=? AND point_id=?", replaced)
-            if self.schema_version() >= 5:
-                c.executemany(_INSERT_POINT, rows.points)
-            else:  # a store held below migration 5 (schema_target): no per-role columns yet
-                c.executemany(_INSERT_POINT_BEFORE_5, [r[:-_ROLE_COLS] for r in rows.points])
-            c.executemany(_INSERT_RESULT, rows.results)
-            c.executemany(_INSERT_STARTUP, rows.startup)
-            c.executemany(_INSERT_FAILURE, rows.failures)
-            if telemetry:
-                c.executemany(_INSERT_TELEMETRY, rows.telemetry)
-            if evals:
-                c.executemany(_INSERT_EVAL, rows.evals)
-                c.executemany(_INSERT_ANSWER, rows.answers)
+            have = self._columns()
+            for table, cols, attr in _POINT_TABLES:
+                if table not in have:  # a store held at an older schema (schema_target) lacks later tables
+                    continue
+                if table != "points":
+                    c.executemany(f"DELETE FROM {table} WHERE run_id=? AND point_id=?", replaced)
+                keep = [i for i, col in enumerate(cols) if col in have[table]]  # ... and later columns
+                batch = getattr(rows, attr)
+                if len(keep) < len(cols):
+                    cols, batch = tuple(cols[i] for i in keep), [tuple(r[i] for i in keep) for r in batch]
+                c.executemany(_insert(table, cols), batch)
         return len(todo), unchanged
+
+    def _columns(self) -> dict[str, set[str]]:
+        """Every table of this database with its columns."""
+        tables = [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {t: {r[1] for r in self.conn.execute(f"PRAGMA table_info({t})")} for t in tables}
 
     # ingest from files -------------------------------------------------------
     def ingest_run(self, results: ResultsDir, run_id: str) -> IngestReport:

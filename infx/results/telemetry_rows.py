@@ -51,7 +51,3 @@ def telemetry_row(run_id: str, point_id: str, extra: dict[str, Any]) -> tuple[An
             (int(bool(cpu.get("valid"))) if cpu else None), cpu.get("cpu_energy_j"), cpu.get("cpu_avg_power_w"),
             cpu.get("cpu_joules_per_output_token"),
             *(engine.get(k) for k in _ENGINE), t.get("theoretical_prefix_hit_rate"), json.dumps(t))
-
-
-def has_table(conn: Any) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='telemetry'").fetchone() is not None
