@@ -120,6 +120,7 @@ class EngineSettings:
     kv_cache_dtype: Setting
     kv_cache_bytes: Setting  # explicit KV cache size (bytes) or None
     notes: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)  # TRT-LLM's extra options YAML ({} for other engines)
 
     def quantity(self, name: str, conc: int) -> int | None:
         """Values a card's buffer formula may use."""
@@ -203,6 +204,7 @@ def engine_settings(
     fam = engine.lower()
     if fam.startswith("trt"):
         fam = "trt"
+    opts: dict[str, Any] = {}
 
     mml_default = point_max_model_len or card_max_context
     mml_source: Source = "point" if point_max_model_len else "card"
@@ -273,7 +275,7 @@ def engine_settings(
     return EngineSettings(
         engine=fam, device_kind=device_kind, args=args, env=env, tp=tp, pp=pp, max_model_len=mml,
         max_num_batched_tokens=mnbt, max_num_seqs=seqs, memory_fraction=frac, spec_tokens=spec,
-        graph_ceiling=graph, kv_cache_dtype=kvd, kv_cache_bytes=kvb, notes=notes,
+        graph_ceiling=graph, kv_cache_dtype=kvd, kv_cache_bytes=kvb, notes=notes, options=opts,
     )
 
 

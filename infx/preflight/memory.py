@@ -118,7 +118,9 @@ def check_memory(
     *,
     concurrency: int | None = None,
     runtime_overhead_bytes: int | None = None,
+    kv_transfer: bool = False,
 ) -> MemoryReport:
+    """``kv_transfer``: the launch is a disaggregated worker; its KV connector's buffers are counted."""
     findings = Findings()
     conc = concurrency if concurrency is not None else max(point.concs)
     tp = max(int(settings.tp.value or 1), 1)
@@ -183,6 +185,14 @@ def check_memory(
             how += f" / TP {tp}"
         (host if cpu else gpu).append(MemoryLine(component=f"{b.name} buffer", bytes=int(size), where=where,
                                                  estimate=b.estimate, note=f"{how} = {gib(size)}"))
+    if kv_transfer:
+        from infx.preflight.transfer import transfer_buffers
+
+        bpt = card.attention.kv_bytes_per_token(kv_dtype_bytes(card, settings), tp) if card.attention else None
+        lines, found = transfer_buffers(settings, bpt)
+        for line in lines:
+            (host if line.where == "host" else gpu).append(line)
+        findings.extend(found)
     overhead = runtime_overhead_bytes
     if overhead is None:
         overhead = CPU_RUNTIME_OVERHEAD_BYTES if cpu else RUNTIME_OVERHEAD_BYTES.get(settings.engine, RUNTIME_OVERHEAD_BYTES["vllm"])

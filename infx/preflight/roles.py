@@ -2,8 +2,9 @@
 checked as the single-node server one of its instances is) and the nodes/GPUs the whole deployment
 takes against the runner's capacity.
 
-Transfer buffers of the KV connector are not modelled separately (no card lists them yet); they fall
-under each role's runtime overhead.
+Each worker role of a disaggregated deployment also counts its KV connector's transfer buffers
+(:mod:`infx.preflight.transfer`): a separate line per GPU for prefill and for decode, named in the
+check's message and kept whole in its details.
 """
 
 from __future__ import annotations
@@ -44,6 +45,17 @@ def capacity_check(point: Point, deployment: Any, runners: Any, gpus_per_node: i
     return Check(name="capacity", status="ok", message=msg, details=details)
 
 
+def _transfer_summary(mem: Any) -> str:
+    from infx.preflight.transfer import COMPONENT
+    from infx.preflight.units import gb
+
+    lines = [x for x in [*mem.gpu, *mem.host] if x.component == COMPONENT]
+    if not lines:
+        return ""
+    per = "/GPU" if any(x.where == "gpu" for x in lines) else " on the host"
+    return f"; KV transfer {gb(sum(x.bytes for x in lines))}{per} ({lines[0].note})"
+
+
 def role_checks(point: Point, deployment: Any, cards: Any, hw: Any, runners: Any, node: Any,
                 runtime_overhead_bytes: int | None = None,
                 memory_summary: Callable[[Any], str] = str) -> list[Check]:
@@ -71,12 +83,14 @@ def role_checks(point: Point, deployment: Any, cards: Any, hw: Any, runners: Any
             checks.append(Check(name=f"launch-args:{role.name}", status="fail", message=str(exc)))
             continue
         kw = {} if runtime_overhead_bytes is None else {"runtime_overhead_bytes": runtime_overhead_bytes}
-        mem = check_memory(rp, settings, card, hw, node, **kw)
+        transfer = deployment.disagg and deployment.kv_transfer is not None
+        mem = check_memory(rp, settings, card, hw, node, kv_transfer=transfer, **kw)
         if mem.device == "cpu":
             host.append((role.name, mem.needed_bytes * role.count, mem.budget_bytes))
         checks.append(Check(name=f"memory:{role.name}", status=mem.status,
                             message=f"{role.name} x{role.count} ({role.gpus_per_instance} GPU each): "
-                                    + memory_summary(mem)))
+                                    + memory_summary(mem) + _transfer_summary(mem),
+                            details={"memory": mem.model_dump(mode="json")}))
     if len(host) > 1:  # every CPU role runs on this one host: their sum must fit it too
         need, budget = sum(h[1] for h in host), max(h[2] for h in host)
         gb = 1e9

@@ -29,6 +29,11 @@ def test_cpu_deployment_is_checked_per_role() -> None:
     assert "prefill x1" in checks["memory:prefill"].message and "decode x1" in checks["memory:decode"].message
     assert checks["memory:host"].status == "ok" and "prefill + decode on one host" in checks["memory:host"].message
     assert checks["capacity"].status == "ok" and v.ok_to_run
+    for role in ("prefill", "decode"):  # the connector's transfer buffers: a line per role, here zero (files on disk)
+        mem = checks[f"memory:{role}"].details["memory"]
+        (line,) = [x for x in mem["host"] if x["component"] == "KV-transfer buffer"]
+        assert line["bytes"] == 0 and "ExampleConnector" in line["note"]
+        assert "KV transfer 0.0 MB on the host (ExampleConnector" in checks[f"memory:{role}"].message
 
 
 def test_deployment_larger_than_the_fleet_fails_capacity(compat: Path) -> None:
