@@ -144,7 +144,8 @@ class LocalDeployment:
             "kv_transfer": d.kv_transfer.model_dump() if d.kv_transfer else None, "notes": d.notes,
             "roles": [{"name": r.name, "kind": r.kind, "count": r.count, "gpus_per_instance": r.gpus_per_instance,
                        "argv": r.launch.argv, "exec_argv": rp.argv, "port": r.launch.port, "log": str(rp.log_path),
-                       "pid": rp.proc.pid if rp.proc else None, "ready_s": rp.ready_s, "stop_s": rp.stop_s}
+                       "pid": rp.proc.pid if rp.proc else None, "ready_s": rp.ready_s, "stop_s": rp.stop_s,
+                       "placement": self.proc.placed[r.name].model_dump() if r.name in self.proc.placed else None}
                       for r, rp in zip(d.roles, self.proc.roles)],
             "startup_s": self.proc.startup_s, "teardown_s": self.proc.teardown_s,
             "all_gone": self.proc.all_gone() if self.proc.teardown_s is not None else None,

@@ -152,5 +152,6 @@ def test_cpu_disagg_deployment_on_real_slurm(tmp_path: Path, tiny_model_dir: Pat
     # one step per role ran in the allocation
     for role in rec["roles"]:
         assert role["exec_argv"][0].endswith("srun") and f"--job-name=infx-{role['name']}" in role["exec_argv"]
+        assert "--relative=0" in role["exec_argv"] and role["placement"]["first_node"] == 0  # CPU roles: node 0
     steps = subprocess.run(["squeue", "-h", "-s", "-j", rec["slurm_job"]], capture_output=True, text=True)
     assert steps.stdout.strip() == ""  # no step left

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from infx.engines.disagg.model import Deployment, Role
+from infx.engines.disagg.placement import PlacementError, RolePlacement, place
 from infx.engines.server import _group_alive, http_ok, kill_group, port_is_free
 
 
@@ -38,14 +39,26 @@ def in_slurm_job() -> bool:
         and shutil.which("srun") is not None
 
 
-def step_argv(role: str, argv: list[str]) -> list[str]:
-    """``srun`` wrapper that makes one role one step of the deployment's allocation (``--overlap``: the roles
-    share the allocation's CPUs/GPUs; SIGTERM to srun is forwarded to the step and Slurm reaps its
-    process tree). Outside a Slurm job the argv is unchanged (a local process group)."""
+def step_argv(role: str, argv: list[str], placement: RolePlacement | None = None) -> list[str]:
+    """``srun`` wrapper that makes one role one step of the deployment's allocation, pinned to its nodes
+    (``--relative``; :mod:`infx.engines.disagg.placement`). ``--overlap``: the roles share the allocation's
+    CPUs; SIGTERM to srun is forwarded to the step and Slurm reaps its process tree. Outside a Slurm job
+    the argv is unchanged (a local process group)."""
     if not in_slurm_job():
         return list(argv)
-    return [shutil.which("srun") or "srun", "--overlap", "--nodes=1", "--ntasks=1", f"--job-name=infx-{role}",
-            "--kill-on-bad-exit=1", "--quiet", *argv]
+    return [shutil.which("srun") or "srun", "--overlap", *(placement or RolePlacement()).srun_args(),
+            f"--job-name=infx-{role}", "--kill-on-bad-exit=1", "--quiet", *argv]
+
+
+def job_layout() -> tuple[int | None, int | None]:
+    """(GPUs per node, nodes) of the Slurm job this process runs in (``SLURM_GPUS_ON_NODE``,
+    ``SLURM_JOB_NUM_NODES``); None where Slurm does not say."""
+    def num(name: str) -> int | None:
+        try:
+            return int(os.environ[name])
+        except (KeyError, ValueError):
+            return None
+    return num("SLURM_GPUS_ON_NODE") or None, num("SLURM_JOB_NUM_NODES")
 
 
 @dataclass
@@ -57,7 +70,7 @@ class RoleProcess:
     stop_s: float | None = None
     argv: list[str] = field(default_factory=list)  # what was executed (srun-wrapped inside a Slurm job)
 
-    def start(self) -> None:
+    def start(self, placement: RolePlacement | None = None) -> None:
         launch = self.role.launch
         if not port_is_free(launch.port, launch.host):
             raise RoleFailure(self.role.name, "port-in-use", f"port {launch.port} on {launch.host} is in use")
@@ -65,7 +78,7 @@ class RoleProcess:
         env.update(launch.env)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
-            self.argv = step_argv(self.role.name, launch.argv)
+            self.argv = step_argv(self.role.name, launch.argv, placement)
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          env=env, process_group=0)
 
@@ -116,6 +129,7 @@ class DeploymentProcess:
     roles: list[RoleProcess] = field(default_factory=list)
     started_at: float = 0.0
     startup_s: float | None = None
+    placed: dict[str, RolePlacement] = field(default_factory=dict)  # inside a Slurm job: each role's nodes
     teardown_s: float | None = None
 
     def __post_init__(self) -> None:
@@ -132,10 +146,21 @@ class DeploymentProcess:
     def entries(self) -> list[RoleProcess]:
         return [rp for rp in self.roles if rp.role.kind in ("router", "frontend")]
 
+    def placements(self) -> dict[str, RolePlacement]:
+        """Inside a Slurm job: the nodes of each role (a :class:`RoleFailure` ``placement`` when the pools
+        need more nodes than the job has). Outside: {} (every role a local process group)."""
+        if not in_slurm_job():
+            return {}
+        try:
+            return place(self.deployment, *job_layout())
+        except PlacementError as exc:
+            raise RoleFailure(exc.role, "placement", str(exc)) from None
+
     def start_workers(self) -> None:
         self.started_at = time.monotonic()
+        self.placed = self.placements()
         for rp in self.workers:
-            rp.start()
+            rp.start(self.placed.get(rp.role.name))
 
     def _await(self, group: list[RoleProcess], deadline: float, poll: float) -> None:
         pending = list(group)
@@ -157,7 +182,7 @@ class DeploymentProcess:
         deadline = (self.started_at or time.monotonic()) + timeout
         self._await(self.workers, deadline, poll)
         for rp in self.entries:
-            rp.start()
+            rp.start(self.placed.get(rp.role.name))
         self._await(self.entries, deadline, poll)
         self.startup_s = time.monotonic() - self.started_at
         return self.startup_s
