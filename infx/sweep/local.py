@@ -220,9 +220,31 @@ class LocalMeasurer:
             return None
         from infx.telemetry.session import Telemetry, visible_devices
 
-        gpus = point.gpus_per_server or None  # TP x PP x PCP
+        gpus = point.gpus_per_server or None  # TP x PP x PCP; every role's GPUs for a deployment
         return Telemetry(point_dir, self.telemetry, metrics_url=metrics_url, expected_gpus=gpus,
-                         devices=visible_devices(getattr(launch, "env", None), gpus))
+                         devices=visible_devices(getattr(launch, "env", None), gpus),
+                         node_devices=deployment_node_devices(launch))
+
+
+def deployment_node_devices(launch: Any) -> list[list[str] | None] | None:
+    """A multi-role deployment with GPUs inside its Slurm job: the devices its roles use on each node of the
+    job (one power sampler task per node); None otherwise (the local sampler on this node)."""
+    from infx.engines.disagg.model import Deployment
+    from infx.engines.disagg.process import in_slurm_job, job_layout
+
+    if not isinstance(launch, Deployment) or not in_slurm_job() or not launch.gpus():
+        return None
+    from infx.engines.disagg.placement import PlacementError, gpus_on_nodes, place
+    from infx.telemetry.nodes import node_devices
+
+    gpn, job_nodes = job_layout()
+    if not gpn:
+        return None
+    try:
+        placed = place(launch, gpn, job_nodes)
+    except PlacementError:
+        return None
+    return node_devices(gpus_on_nodes(launch, placed, gpn))  # type: ignore[return-value]
 
 
 def theoretical_reuse(result: BenchResult) -> float | None:

@@ -20,6 +20,7 @@ from infx.telemetry import energy, rapl
 from infx.telemetry.engine_state import ENGINE_STATE_FILE, EngineStateScraper, read_samples, summarise
 from infx.telemetry.gpu import AmdSmiSampler, NvidiaSmiSampler, detect_tool
 from infx.telemetry.models import TelemetrySummary, WindowCheck
+from infx.telemetry.nodes import NodeSampler
 from infx.telemetry.reasons import Reason
 
 if TYPE_CHECKING:
@@ -75,7 +76,10 @@ class Telemetry:
     """Context manager around one measurement; ``finalize(result)`` returns the summary."""
 
     def __init__(self, point_dir: Path, options: TelemetryOptions | None = None, *, metrics_url: str | None = None,
-                 expected_gpus: int | None = None, devices: list[str] | None = None):
+                 expected_gpus: int | None = None, devices: list[str] | None = None,
+                 node_devices: list[list[str] | None] | None = None):
+        """``node_devices``: a multi-node deployment inside its Slurm job; one sampler task per node
+        (:mod:`infx.telemetry.nodes`) keeping these device ids of each node."""
         self.dir = Path(point_dir)
         self.options = options or TelemetryOptions()
         self.expected_gpus = expected_gpus
@@ -84,8 +88,10 @@ class Telemetry:
         if warning:
             self.warnings.append(warning)
         interval = self.options.interval_s
-        self.gpu: NvidiaSmiSampler | AmdSmiSampler | None = None
-        if self.gpu_tool == "nvidia-smi":
+        self.gpu: NvidiaSmiSampler | AmdSmiSampler | NodeSampler | None = None
+        if node_devices and self.gpu_tool in ("nvidia-smi", "amd-smi"):
+            self.gpu = NodeSampler(self.gpu_tool, self.dir / GPU_FILE, node_devices, interval, self.options.amd_settle_s)
+        elif self.gpu_tool == "nvidia-smi":
             self.gpu = NvidiaSmiSampler(self.dir / GPU_FILE, devices, interval)
         elif self.gpu_tool == "amd-smi":
             self.gpu = AmdSmiSampler(self.dir / GPU_FILE, devices, interval, self.options.amd_settle_s)

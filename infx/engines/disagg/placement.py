@@ -64,3 +64,19 @@ def place(deployment: Deployment, gpus_per_node: int | None, job_nodes: int | No
         raise PlacementError(over[0], f"the worker pools take {cursor} node(s) of {gpus_per_node} GPUs; "
                                       f"the job has {job_nodes}")
     return out
+
+
+def gpus_on_nodes(deployment: Deployment, placed: dict[str, RolePlacement], gpus_per_node: int) -> list[int]:
+    """GPUs the deployment's roles use on each node of the job (node ``i`` of ``srun --relative``)."""
+    total = max((p.first_node + p.nodes for p in placed.values()), default=1)
+    used = [0] * total
+    for role in deployment.roles:
+        p = placed.get(role.name)
+        if p is None or not p.gpus_per_task:
+            continue
+        left = role.gpus
+        for j in range(p.nodes):
+            k = min(gpus_per_node, left)
+            used[p.first_node + j] += k
+            left -= k
+    return used
