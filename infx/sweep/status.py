@@ -23,6 +23,7 @@ class PointState:
     reason: str = ""
     job: str | None = None
     kv: str = ""  # KV capacity predicted/logged at start-up, e.g. "1048576/98304 (mismatch)"
+    eval: str = ""  # run-eval points: "pass 0.812 (>= 0.8)", "accuracy-fail 0.012 (< 0.8)", "failed: ...", "pending"
 
 
 @dataclass
@@ -81,22 +82,43 @@ def run_state(rd: RunDir) -> RunState:
     for pid in ids:
         pf = rd.read_point(pid)
         conc = str(pf.point.get("conc", "")) if pf else (str(plan.points[pid].get("conc", "")) if plan else "")
+        wants_eval = bool((pf.point if pf else (plan.points.get(pid, {}) if plan else {})).get("run-eval"))
+        ev = eval_text(rd.point_dir(pid), wants_eval)
         st = rd.read_status(pid)
         fp = group_of.get(pid)
         if st is not None and (fp is None or st.launch_fingerprint in (fp, None, "")):
             reason = f"{st.failure_class or ''} {st.reason}".strip() if st.state != "done" else ""
-            out.append(PointState(pid, st.state, conc, reason, kv=kv_text(st.startup)))
+            out.append(PointState(pid, st.state, conc, reason, kv=kv_text(st.startup), eval=ev))
             continue
         rec = records.get(fp) if fp else None
         qstate = slurm.group_queue_state(plan, fp, queue) if (plan is not None and fp) else None
         if qstate == "RUNNING" or (rec is not None and rec.state == "running" and qstate is None and not job_ids
                                    and _may_be_alive(rec)):
-            out.append(PointState(pid, "running", conc, job=rec.slurm_job if rec else None))
+            out.append(PointState(pid, "running", conc, job=rec.slurm_job if rec else None, eval=ev))
         elif qstate in ("PENDING", "CONFIGURING", "REQUEUED"):
-            out.append(PointState(pid, "queued", conc))
+            out.append(PointState(pid, "queued", conc, eval=ev))
         else:
-            out.append(PointState(pid, "pending", conc))
+            out.append(PointState(pid, "pending", conc, eval=ev))
     return RunState(rd.run_id, out, jobs)
+
+
+def eval_text(point_dir: Path, wants_eval: bool) -> str:
+    """The point's accuracy eval as one cell: outcome, headline score and threshold, or why it failed."""
+    from infx.evals.parse import read_eval
+    from infx.sweep.evalbridge import read_eval_status
+
+    st = read_eval_status(point_dir)
+    if st is None:
+        return "pending" if wants_eval else ""
+    if st.state == "failed":
+        return f"failed: {st.failure_class or ''} {st.reason}".strip()[:80]
+    try:
+        res = read_eval(point_dir)
+    except InfxError:
+        res = None
+    score = res.primary if res is not None else None
+    gate = f" ({'>=' if st.state == 'pass' else '<'} {st.verdict.threshold:g})" if st.verdict else ""
+    return f"{st.state} {score:.3f}{gate}" if score is not None else st.state
 
 
 def kv_text(startup: object) -> str:

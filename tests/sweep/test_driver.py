@@ -173,3 +173,25 @@ def test_scrape_counters_sums_labels_and_ignores_comments():
         "garbage line",
     ])
     assert scrape_counters(page) == (124.0, 1009.0)
+
+
+def test_status_shows_each_points_eval(tmp_path):
+    from tests.evals.synth import write_eval
+
+    pts = [make_point("a", 1, c).model_copy(update={"run_eval": True}) for c in (1, 2, 4)] + [make_point("b", 1, 8)]
+    rd = RunDir(tmp_path, "r")
+    rd.root.mkdir(parents=True)
+    from infx.sweep.manifest import new_manifest
+
+    rd.results.write_manifest(new_manifest("r", config_files=[], recipes=None, config_keys=["k"], images=[]))
+    for p in pts:
+        rd.write_point(p, "f" * 64)
+    write_eval(rd.point_dir("a-tp1-c1"), {0: True, 1: True, 2: False, 3: True}, threshold=0.5)
+    write_eval(rd.point_dir("a-tp1-c2"), {0: True, 1: False, 2: False, 3: False}, threshold=0.5)
+    ev = {p.point_id: p.eval for p in run_state(rd).points}
+    assert ev == {"a-tp1-c1": "pass 0.750 (>= 0.5)", "a-tp1-c2": "accuracy-fail 0.250 (< 0.5)",
+                  "a-tp1-c4": "pending", "b-tp1-c8": ""}
+    write_eval(rd.point_dir("a-tp1-c4"), {}, failed="server returned 500 x3")
+    assert run_state(rd).points[2].eval == "failed: eval-server server returned 500 x3"
+    r = _infx("status", str(rd.root))
+    assert r.returncode == 0 and "accuracy-fail 0.250" in r.stdout and "eval" in r.stdout
