@@ -48,16 +48,25 @@ class EvalFailed(Exception):
 
 
 def eval_python() -> Path:
-    """The eval venv's interpreter: ``$INFX_EVAL_PYTHON``, else ``.venv-eval`` in the working directory or
-    a parent, else beside the virtual environment infx runs in (``make`` creates both side by side)."""
+    """The interpreter that runs lm-eval: ``$INFX_EVAL_PYTHON``, else ``.venv-eval`` in the working directory
+    or a parent, else this interpreter when lm-eval is installed in it (``pip install 'infx[eval]'`` without
+    the embedded engine), else ``.venv-eval`` beside the virtual environment infx runs in (``make`` creates
+    both side by side)."""
+    import importlib.util
+
     env = os.environ.get("INFX_EVAL_PYTHON")
     if env:
         return Path(env)
     here = Path.cwd().resolve()
-    for d in (here, *here.parents, Path(sys.prefix).parent):
+    for d in (here, *here.parents):
         p = d / EVAL_VENV / "bin" / "python"
         if p.is_file():
             return p
+    if importlib.util.find_spec("lm_eval") is not None:
+        return Path(sys.executable)
+    p = Path(sys.prefix).parent / EVAL_VENV / "bin" / "python"
+    if p.is_file():
+        return p
     raise InfxError(Diagnostic(f"lm-eval's environment {EVAL_VENV}/ was not found (create it with "
                                f"`make eval-venv`, or set INFX_EVAL_PYTHON)"))
 

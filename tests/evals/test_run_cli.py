@@ -34,3 +34,34 @@ def test_bad_eval_options_are_one_line_errors(tmp_path):
     for extra, text in ((["--evals-only", "--evals", "all"], "contradicts"), (["--eval-limit", "0"], ">= 1")):
         r = infx(*ARGS, *extra, "--dry-run", "--results", str(tmp_path))
         assert r.returncode == 2 and text in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_eval_interpreter_resolution(tmp_path, monkeypatch):
+    """$INFX_EVAL_PYTHON, then .venv-eval near the working directory, then this interpreter when lm-eval is
+    installed in it (pip install 'infx[eval]'), then .venv-eval beside infx's own environment."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from infx.evals import runner
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("INFX_EVAL_PYTHON", "/opt/x/bin/python")
+    assert runner.eval_python() == Path("/opt/x/bin/python")
+    monkeypatch.delenv("INFX_EVAL_PYTHON")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "lm_eval" else real(name, *a))
+    assert runner.eval_python() == Path(sys.executable)
+    near = tmp_path / ".venv-eval" / "bin" / "python"
+    near.parent.mkdir(parents=True)
+    near.write_text("")
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    assert runner.eval_python() == near
+    near.unlink()
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "lm_eval" else real(name, *a))
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "nowhere" / ".venv"))
+    import pytest
+
+    with pytest.raises(runner.InfxError, match="make eval-venv"):
+        runner.eval_python()
