@@ -88,7 +88,8 @@ def role_checks(point: Point, deployment: Any, cards: Any, hw: Any, runners: Any
         if mem.device == "cpu":
             host.append((role.name, mem.needed_bytes * role.count, mem.budget_bytes))
         checks.append(Check(name=f"memory:{role.name}", status=mem.status,
-                            message=f"{role.name} x{role.count} ({role.gpus_per_instance} GPU each): "
+                            message=f"{role.name} x{role.count} ("
+                                    + ("on the CPU" if mem.device == "cpu" else f"{role.gpus_per_instance} GPU each") + "): "
                                     + memory_summary(mem) + _transfer_summary(mem),
                             details={"memory": mem.model_dump(mode="json")}))
     if len(host) > 1:  # every CPU role runs on this one host: their sum must fit it too

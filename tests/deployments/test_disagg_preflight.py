@@ -26,7 +26,7 @@ def test_cpu_deployment_is_checked_per_role() -> None:
                             launches={p.point_id: render_deployment(p)})
     checks = {c.name: c for c in v.checks}
     assert checks["memory:prefill"].status == "ok" and checks["memory:decode"].status == "ok"
-    assert "prefill x1" in checks["memory:prefill"].message and "decode x1" in checks["memory:decode"].message
+    assert "prefill x1 (on the CPU)" in checks["memory:prefill"].message and "decode x1 (on the CPU)" in checks["memory:decode"].message
     assert checks["memory:host"].status == "ok" and "prefill + decode on one host" in checks["memory:host"].message
     assert checks["capacity"].status == "ok" and v.ok_to_run
     for role in ("prefill", "decode"):  # the connector's transfer buffers: a line per role, here zero (files on disk)
