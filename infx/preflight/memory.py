@@ -185,11 +185,14 @@ def check_memory(
             how += f" / TP {tp}"
         (host if cpu else gpu).append(MemoryLine(component=f"{b.name} buffer", bytes=int(size), where=where,
                                                  estimate=b.estimate, note=f"{how} = {gib(size)}"))
+    # KV bytes per token on one GPU (the transfer buffers and the KV pool both need it).
+    kv_bpt = None
+    if card.attention is not None:
+        kv_bpt = card.attention.kv_bytes_per_token(kv_dtype_bytes(card, settings), tp)
     if kv_transfer:
         from infx.preflight.transfer import transfer_buffers
 
-        bpt = card.attention.kv_bytes_per_token(kv_dtype_bytes(card, settings), tp) if card.attention else None
-        lines, found = transfer_buffers(settings, bpt)
+        lines, found = transfer_buffers(settings, kv_bpt)
         for line in lines:
             (host if line.where == "host" else gpu).append(line)
         findings.extend(found)
@@ -204,10 +207,6 @@ def check_memory(
         status = "warn"
         findings.problem(f"KV cache dtype '{kv_name}' ({settings.kv_cache_dtype.describe()}) is not among the model card's "
                          f"KV dtype options ({', '.join(card.kv_dtypes)})")
-    # KV bytes per token on one GPU.
-    kv_bpt = None
-    if card.attention is not None:
-        kv_bpt = card.attention.kv_bytes_per_token(kv_dtype_bytes(card, settings), tp)
     max_len = settings.max_model_len.value
     seq_len = scenario_seq_len(point, settings)
 
