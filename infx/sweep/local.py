@@ -186,7 +186,7 @@ class LocalMeasurer:
         launch = getattr(engine, "launch", None)
         url = getattr(launch, "metrics_url", None)
         poller = MetricsPoller(url, progress, self.poll_s) if (url and progress) else None
-        tel = self._telemetry(point, launch, url, point_dir)
+        tel = self._telemetry(point, engine, url, point_dir)
         if tel:
             tel.start()
         if poller:
@@ -215,36 +215,34 @@ class LocalMeasurer:
                 self._warned.add(w)
                 warn(f"telemetry: {w}")
 
-    def _telemetry(self, point: Point, launch: Any, metrics_url: str | None, point_dir: Path) -> Any:
+    def _telemetry(self, point: Point, engine: Any, metrics_url: str | None, point_dir: Path) -> Any:
         if not self.telemetry.enabled:
             return None
         from infx.telemetry.session import Telemetry, visible_devices
 
+        launch = getattr(engine, "launch", None)
         gpus = point.gpus_per_server or None  # TP x PP x PCP; every role's GPUs for a deployment
         return Telemetry(point_dir, self.telemetry, metrics_url=metrics_url, expected_gpus=gpus,
                          devices=visible_devices(getattr(launch, "env", None), gpus),
-                         node_devices=deployment_node_devices(launch))
+                         node_devices=deployment_node_devices(engine))
 
 
-def deployment_node_devices(launch: Any) -> list[list[str] | None] | None:
-    """A multi-role deployment with GPUs inside its Slurm job: the devices its roles use on each node of the
-    job (one power sampler task per node); None otherwise (the local sampler on this node)."""
-    from infx.engines.disagg.model import Deployment
-    from infx.engines.disagg.process import in_slurm_job, job_layout
-
-    if not isinstance(launch, Deployment) or not in_slurm_job() or not launch.gpus():
+def deployment_node_devices(engine: Any) -> list[list[str] | None] | None:
+    """A multi-role deployment with GPUs, started inside its Slurm job: the devices its roles use on each
+    node of the job, from the placement its roles were started with (one power sampler task per node);
+    None otherwise (the local sampler on this node)."""
+    proc = getattr(engine, "proc", None)
+    placed = getattr(proc, "placed", None)
+    if not placed or not proc.deployment.gpus():
         return None
-    from infx.engines.disagg.placement import PlacementError, gpus_on_nodes, place
+    from infx.engines.disagg.placement import gpus_on_nodes
+    from infx.engines.disagg.process import job_layout
     from infx.telemetry.nodes import node_devices
 
-    gpn, job_nodes = job_layout()
+    gpn, _ = job_layout()
     if not gpn:
         return None
-    try:
-        placed = place(launch, gpn, job_nodes)
-    except PlacementError:
-        return None
-    return node_devices(gpus_on_nodes(launch, placed, gpn))  # type: ignore[return-value]
+    return node_devices(gpus_on_nodes(proc.deployment, placed, gpn))  # type: ignore[return-value]
 
 
 def theoretical_reuse(result: BenchResult) -> float | None:
