@@ -74,6 +74,25 @@ def _stop(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
             proc.wait()
 
 
+def nvidia_argv(fmt: str, devices: list[str] | None = None, loop_s: float | None = None) -> list[str]:
+    """nvidia-smi's CSV query: ``fmt`` ``csv`` (with header) or ``csv,noheader``; ``loop_s``: repeat every
+    that many whole seconds."""
+    argv = ["nvidia-smi", f"--query-gpu={NVIDIA_FIELDS}", f"--format={fmt}"]
+    if devices:
+        argv.append("--id=" + ",".join(devices))
+    if loop_s is not None:
+        argv += ["-l", str(max(1, round(loop_s)))]
+    return argv
+
+
+def amd_argv(interval_s: float, devices: list[str] | None = None) -> list[str]:
+    """amd-smi's CSV metric loop (power, clocks, temperature, usage) every ``interval_s`` whole seconds."""
+    argv = ["amd-smi", "metric", "-p", "-c", "-t", "-u", "-w", str(max(1, round(interval_s))), "--csv"]
+    if devices:
+        argv += ["-g", *devices]
+    return argv
+
+
 class NvidiaSmiSampler:
     def __init__(self, out: Path, devices: list[str] | None = None, interval_s: float = 1.0):
         self.out, self.devices, self.interval_s = out, devices, interval_s
@@ -81,17 +100,13 @@ class NvidiaSmiSampler:
         self._fh: IO[bytes] | None = None
 
     def _argv(self, fmt: str) -> list[str]:
-        argv = ["nvidia-smi", f"--query-gpu={NVIDIA_FIELDS}", f"--format={fmt}"]
-        if self.devices:
-            argv.append("--id=" + ",".join(self.devices))
-        return argv
+        return nvidia_argv(fmt, self.devices)
 
     def start(self) -> None:
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self._fh = self.out.open("wb")
-        loop = ["-l", str(max(1, round(self.interval_s)))]
-        self.proc = subprocess.Popen(self._argv("csv") + loop, stdout=self._fh, stderr=subprocess.DEVNULL,
-                                     stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(nvidia_argv("csv", self.devices, self.interval_s), stdout=self._fh,
+                                     stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         wait_first_row(self.out, self.proc)
 
     def stop(self) -> None:
@@ -142,10 +157,7 @@ class AmdSmiSampler:
 
     def start(self) -> None:
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        argv = ["amd-smi", "metric", "-p", "-c", "-t", "-u", "-w", str(max(1, round(self.interval_s))), "--csv"]
-        if self.devices:
-            argv += ["-g", *self.devices]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(amd_argv(self.interval_s, self.devices), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
                                      text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self._thread = threading.Thread(target=self._pump, name="infx-amd-smi", daemon=True)
         self._thread.start()

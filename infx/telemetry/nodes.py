@@ -11,24 +11,14 @@ deployment's roles were placed on there. AMD rows go through the same header fil
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
-from infx.telemetry.gpu import NVIDIA_FIELDS, AmdSmiFilter, GpuTool, _stop, drop_truncated_tail
+from infx.telemetry.gpu import AmdSmiFilter, GpuTool, _stop, amd_argv, drop_truncated_tail, nvidia_argv
 from infx.telemetry.powercsv import detect_columns
-
-
-class _Lines:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def write(self, text: str) -> None:
-        self.lines.append(text)
-
-    def flush(self) -> None:
-        pass
 
 
 class NodeSampler:
@@ -52,10 +42,8 @@ class NodeSampler:
 
     def _tool_argv(self, one_shot: bool = False) -> list[str]:
         if self.tool == "nvidia-smi":
-            fmt = "csv,noheader" if one_shot else "csv"
-            return ["nvidia-smi", f"--query-gpu={NVIDIA_FIELDS}", f"--format={fmt}",
-                    *([] if one_shot else ["-l", str(self.interval)])]
-        return ["amd-smi", "metric", "-p", "-c", "-t", "-u", "-w", str(self.interval), "--csv"]
+            return nvidia_argv("csv,noheader") if one_shot else nvidia_argv("csv", loop_s=self.interval)
+        return amd_argv(self.interval)
 
     def step_argv(self, one_shot: bool = False) -> list[str]:
         """One task per node, each writing its own file (``%n``: the node's index in the step)."""
@@ -114,11 +102,11 @@ class NodeSampler:
                 drop_truncated_tail(tail)
                 lines += tail.read_text(errors="replace").splitlines(True)
             if self.tool == "amd-smi":
-                sink = _Lines()
-                filt = AmdSmiFilter(sink)  # type: ignore[arg-type]
+                sink = io.StringIO()
+                filt = AmdSmiFilter(sink)
                 for ln in lines:
                     filt.feed(ln)
-                lines = sink.lines
+                lines = sink.getvalue().splitlines(True)
             if not lines:
                 continue
             head, body = lines[0], lines[1:]
