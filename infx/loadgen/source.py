@@ -45,8 +45,10 @@ class RequestSource:
 
 
 async def sleep_until(t_ns: int) -> None:
-    delay = t_ns - _now()
-    if delay > 0:
+    """Return no earlier than ``t_ns`` on the monotonic clock. One ``asyncio.sleep`` is not
+    enough: uvloop's timers are whole milliseconds (a 0.3 ms sleep rounds to 0) and its clock is
+    cached per loop turn, so a single sleep can wake before ``t_ns``; sleep again for what is left."""
+    while (delay := t_ns - _now()) > 0:
         await asyncio.sleep(delay / 1e9)
 
 

@@ -11,7 +11,7 @@ import pytest
 from infx.loadgen.drive import Counters, drive
 from infx.loadgen.http import Target, make_session
 from infx.records import RequestRecord, RequestSpec
-from infx.loadgen.source import RequestSource, ScheduledSource, arrival_offsets_s
+from infx.loadgen.source import RequestSource, ScheduledSource, arrival_offsets_s, sleep_until
 from infx.loadgen.testserver import SyntheticServer
 
 
@@ -50,6 +50,23 @@ async def _drive(url: str, source: RequestSource, cap: int | None) -> tuple[list
     async with make_session() as session:
         recs = await drive(source, session, target, max_concurrency=cap, counters=counters)
     return recs, counters
+
+
+def test_sleep_until_never_wakes_before_the_target_on_uvloop():
+    # the load generator's loop: uvloop's millisecond timers round a 0.3 ms sleep to 0 and a 1.4 ms one
+    # to 1 ms, so one sleep wakes early; a sharded run then stamped closed-loop sends before the window
+    uvloop = pytest.importorskip("uvloop")
+
+    async def early_wakes() -> list[int]:
+        early = []
+        for delay_ns in [300_000, 1_400_000, 2_700_000, 50_000] * 5:
+            target = time.monotonic_ns() + delay_ns
+            await sleep_until(target)
+            if time.monotonic_ns() < target:
+                early.append(delay_ns)
+        return early
+
+    assert uvloop.run(early_wakes()) == []
 
 
 def test_closed_loop_never_exceeds_concurrency_and_stamps_slot_time():
