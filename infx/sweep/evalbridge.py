@@ -94,10 +94,12 @@ def eval_done(point_dir: Path, fingerprint: str, limit: int | None, rerun_failed
 class LocalEvaluator:
     """The sweep's evaluator: lm-eval against the running engine, graded against the card's threshold."""
 
-    def __init__(self, limit: int | None = None, cards_dir: str | None = None, timeout_s: float | None = None):
+    def __init__(self, limit: int | None = None, cards_dir: str | None = None, timeout_s: float | None = None,
+                 max_retries: int | None = None):
         self.limit = limit
         self.cards_dir = cards_dir
         self.timeout_s = timeout_s
+        self.max_retries = max_retries  # None: the protocol's (InferenceX's 5, with lm-eval's 1-10 s backoff)
 
     def evaluate(self, point: Point, engine: Any, point_dir: Path, fingerprint: str | None = None) -> EvalStatus:
         from infx.evals.runner import EvalFailed, run_eval
@@ -105,6 +107,8 @@ class LocalEvaluator:
         from infx.sweep.loadbridge import max_model_len
 
         protocol = protocol_for(point, max_model_len(engine), self.limit, self.cards_dir)
+        if self.max_retries is not None:
+            protocol = protocol.model_copy(update={"max_retries": self.max_retries})
         started = time.time()
         try:
             result = run_eval(protocol, engine.base_url, engine.served_model_name, point_dir,

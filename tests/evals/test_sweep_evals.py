@@ -83,8 +83,8 @@ def test_eval_only_points_skip_throughput(tmp_path):
 
 def test_a_dying_eval_is_recorded_and_other_points_go_on(tmp_path):
     pts = [make_point("tinyllama", 1, 16, **{"run-eval": True}), make_point("tinyllama", 1, 32)]
-    with running_oracle("error500", fail_after=1) as o:
-        s, _, measurer = run(tmp_path, o.base_url, pts, LocalEvaluator(limit=4))
+    with running_oracle("error500", fail_after=1) as o:  # one attempt: lm-eval's retry backoff is 1-10 s a try
+        s, _, measurer = run(tmp_path, o.base_url, pts, LocalEvaluator(limit=4, max_retries=1))
     rd = RunDir(tmp_path / "run1")
     st = read_eval_status(rd.point_dir(pts[0].point_id))
     assert st.state == "failed" and st.failure_class == "eval-server" and "500" in st.reason

@@ -26,7 +26,7 @@ def test_measure_with_telemetry(tiny_model_dir: Path, tmp_path: Path, monkeypatc
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     point = fixed_point(2, 4)  # TP=2: two devices expected, sampled as --id=0,1
     profile = LoadProfile(prompts_per_conc=4, max_isl=32, max_osl=64)
-    with SyntheticServer(ttft_s=0.01, token_interval_s=0.02) as srv:
+    with SyntheticServer(ttft_s=0.01, token_interval_s=0.002) as srv:
         engine = SimpleNamespace(base_url=srv.base_url, served_model_name="m", model_path=str(tiny_model_dir),
                                  launch=SimpleNamespace(metrics_url=None, env={}, argv=[]))
         result = LocalMeasurer(profile, telemetry=TelemetryOptions(gpu="nvidia", cpu_energy=False)).measure(
@@ -43,12 +43,12 @@ def test_measure_with_telemetry(tiny_model_dir: Path, tmp_path: Path, monkeypatc
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # the tool is gone: a warning, once per run, and no number
     missing = LocalMeasurer(profile, telemetry=TelemetryOptions(gpu="nvidia", cpu_energy=False))
     for i in range(2):
-        with SyntheticServer(ttft_s=0.01, token_interval_s=0.02) as srv:
+        with SyntheticServer(ttft_s=0.01, token_interval_s=0.002) as srv:
             engine.base_url = srv.base_url
             r = missing.measure(point, engine, tmp_path / f"m{i}")
         assert r.extra["telemetry"]["power_reasons"] == ["telemetry_file_missing"]
     assert capsys.readouterr().err.count("warning: telemetry: nvidia-smi not found on PATH") == 1
     off = LocalMeasurer(profile, telemetry=TelemetryOptions(enabled=False))
-    with SyntheticServer(ttft_s=0.01, token_interval_s=0.02) as srv:
+    with SyntheticServer(ttft_s=0.01, token_interval_s=0.002) as srv:
         engine.base_url = srv.base_url
         assert "telemetry" not in off.measure(point, engine, tmp_path / "p2").extra
