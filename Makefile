@@ -44,9 +44,10 @@ demo: $(STAMP)
 test: $(STAMP) $(ROUTER_STAMP) $(EVAL_STAMP)
 	$(PY) -m pytest -q
 
-## Fast unit tests only (no real services).
+## Fast unit tests only (no real services), one worker per core: most of their time is waiting on
+## subprocesses and test servers. `make test` stays serial: its slow tests share one engine launch.
 test-fast: $(STAMP) $(EVAL_STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n auto
 
 clean:
 	rm -rf $(VENV) $(EVAL_VENV) build *.egg-info .pytest_cache
