@@ -9,15 +9,18 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.results.layout import StartupSummary
-from infx.sweep.executors import LaunchFailed, LaunchGroup, ProgressFn
+from infx.sweep.executors import LaunchFailed, LaunchGroup, LiveStats, ProgressFn
 from infx.sweep.logfile import log_excerpt, log_size
 from infx.sweep.profile import LoadProfile
 from infx.sweep.rendering import RenderAtPort
+
+if TYPE_CHECKING:
+    from infx.telemetry.models import EngineStateSample
 
 # (group's first point, launch, start-up facts) -> flat scalars merged into ``StartupSummary.other``
 Calibrate = Callable[[Point, Any, StartupSummary], dict[str, Any]]
@@ -185,8 +188,13 @@ class LocalMeasurer:
 
         launch = getattr(engine, "launch", None)
         url = getattr(launch, "metrics_url", None)
-        poller = MetricsPoller(url, progress, self.poll_s) if (url and progress) else None
         tel = self._telemetry(point, engine, url, point_dir)
+        poller = None
+        if url and progress:
+            from infx.telemetry.engine_state import scrape_once
+
+            sample = tel.engine.latest if (tel and tel.engine) else functools.partial(scrape_once, url, 2.0)
+            poller = MetricsPoller(sample, progress, self.poll_s)
         if tel:
             tel.start()
         if poller:
@@ -265,32 +273,15 @@ def _trace_reuse(path: str, size: int, mtime_ns: int) -> float | None:
     return trace_stats(load_traces(path)).theoretical_cache_hit_rate
 
 
-def scrape_counters(text: str) -> tuple[float, float]:
-    """(finished requests, generated tokens) summed over labels from a Prometheus text page
-    (``*:request_success_total``, ``*:generation_tokens_total``: vLLM and SGLang spell them so)."""
-    reqs = toks = 0.0
-    for line in text.splitlines():
-        if not line or line[0] == "#":
-            continue
-        name = line.split("{", 1)[0].split(" ", 1)[0]
-        try:
-            value = float(line.rsplit(" ", 1)[1])
-        except (IndexError, ValueError):
-            continue
-        if name.endswith("request_success_total"):
-            reqs += value
-        elif name.endswith("generation_tokens_total"):
-            toks += value
-    return reqs, toks
-
-
 class MetricsPoller:
-    """A daemon thread turning the engine's counters into live rates for the progress display."""
+    """A daemon thread turning the engine's counters into live rates for the progress display. ``sample``
+    gives the newest engine-state sample: the telemetry scraper's latest line while telemetry samples the
+    engine (``/metrics`` is read once a second, not twice), else one scrape of its own."""
 
-    def __init__(self, url: str, progress: ProgressFn, every: float = 1.0):
+    def __init__(self, sample: Callable[[], EngineStateSample | None], progress: ProgressFn, every: float = 1.0):
         import threading
 
-        self.url, self.progress, self.every = url, progress, every
+        self.sample, self.progress, self.every = sample, progress, every
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="infx-metrics-poller", daemon=True)
 
@@ -301,23 +292,24 @@ class MetricsPoller:
         self._stop.set()
         self._thread.join(timeout=5)
 
-    def _scrape(self) -> tuple[float, float] | None:
-        try:
-            with urllib.request.urlopen(self.url, timeout=2) as resp:
-                return scrape_counters(resp.read().decode("utf-8", errors="replace"))
-        except (OSError, ValueError):
-            return None
-
     def _run(self) -> None:
-        from infx.sweep.executors import LiveStats
-
-        prev = self._scrape()
-        t_prev = time.monotonic()
+        prev = self.sample()
         while not self._stop.wait(self.every):
-            cur = self._scrape()
-            now = time.monotonic()
-            if cur is not None and prev is not None and now > t_prev:
-                dt = now - t_prev
-                self.progress(LiveStats(req_per_s=max(0.0, cur[0] - prev[0]) / dt,
-                                        tok_per_s=max(0.0, cur[1] - prev[1]) / dt))
-            prev, t_prev = cur, now
+            cur = self.sample()
+            if cur is None:
+                continue
+            if prev is not None and cur.t > prev.t:
+                self.progress(live_rates(prev, cur))
+            if prev is None or cur.t > prev.t:
+                prev = cur
+
+
+def live_rates(prev: EngineStateSample, cur: EngineStateSample) -> LiveStats:
+    """Finished requests and generated tokens per second between two samples (a counter reset reads 0)."""
+    dt = cur.t - prev.t
+
+    def rate(name: str) -> float:
+        a, b = getattr(prev, name), getattr(cur, name)
+        return max(0.0, b - a) / dt if (a is not None and b is not None and dt > 0) else 0.0
+
+    return LiveStats(req_per_s=rate("requests_finished"), tok_per_s=rate("generation_tokens"))

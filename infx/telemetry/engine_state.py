@@ -30,12 +30,14 @@ SUMMED: dict[str, str] = {
     "vllm:gpu_prefix_cache_hits_total": "prefix_hits",
     "vllm:prompt_tokens_total": "prompt_tokens",
     "vllm:generation_tokens_total": "generation_tokens",
+    "vllm:request_success_total": "requests_finished",
     "sglang:num_running_reqs": "running",
     "sglang:num_queue_reqs": "waiting",
     "sglang:num_retracted_reqs": "preemptions",
     "sglang:cached_tokens_total": "prefix_hits",
     "sglang:prompt_tokens_total": "prompt_tokens",
     "sglang:generation_tokens_total": "generation_tokens",
+    "sglang:num_requests_total": "requests_finished",
 }
 MAXED: dict[str, str] = {
     "vllm:kv_cache_usage_perc": "kv_usage",
@@ -101,6 +103,22 @@ class EngineStateScraper:
         ready, _, _ = select.select([self.proc.stdout], [], [], 30.0)
         if ready:
             self.proc.stdout.readline()  # "ready": the first scrape is done (or failed)
+
+    def latest(self) -> EngineStateSample | None:
+        """The newest sample written so far (the live progress display follows the scrape loop instead
+        of reading ``/metrics`` a second time): the last whole line of the file's tail."""
+        try:
+            with self.out.open("rb") as fh:
+                fh.seek(max(0, fh.seek(0, 2) - 4096))
+                lines = fh.read().split(b"\n")
+        except OSError:
+            return None
+        for line in reversed(lines):
+            try:
+                return EngineStateSample.model_validate_json(line)
+            except ValueError:  # the line being written, or the tail's cut first line
+                continue
+        return None
 
     def stop(self) -> None:
         if self.proc is None:

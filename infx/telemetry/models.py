@@ -99,6 +99,7 @@ class EngineStateSample(_Model):
     prefix_hits: float | None = None  # counter, tokens
     prompt_tokens: float | None = None  # counter
     generation_tokens: float | None = None  # counter
+    requests_finished: float | None = None  # counter (the live req/s of the progress display)
 
 
 class EngineStateSummary(_Model):

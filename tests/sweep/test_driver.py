@@ -161,20 +161,6 @@ def test_status_of_missing_dir_is_a_diagnostic(tmp_path):
     assert r.returncode == 2 and "no such results directory" in r.stderr
 
 
-def test_scrape_counters_sums_labels_and_ignores_comments():
-    from infx.sweep.local import scrape_counters
-
-    page = "\n".join([
-        "# HELP vllm:generation_tokens_total Number of generation tokens processed.",
-        'vllm:generation_tokens_total{engine="0",model_name="t"} 1009.0',
-        'vllm:request_success_total{engine="0",finished_reason="stop",model_name="t"} 3.0',
-        'vllm:request_success_total{engine="0",finished_reason="length",model_name="t"} 121.0',
-        'vllm:request_success_created{engine="0"} 1.7e9',
-        "garbage line",
-    ])
-    assert scrape_counters(page) == (124.0, 1009.0)
-
-
 def test_status_shows_each_points_eval(tmp_path):
     from tests.evals.synth import write_eval
 

@@ -12,7 +12,7 @@ import pytest
 
 from infx.telemetry import rapl
 from infx.telemetry.energy import check_window, validate_power
-from infx.telemetry.engine_state import parse_metrics, summarise
+from infx.telemetry.engine_state import EngineStateScraper, parse_metrics, summarise
 from infx.telemetry.gpu import AmdSmiFilter, AmdSmiSampler, NvidiaSmiSampler, detect_tool
 from infx.telemetry.models import BenchWindow, EngineStateSample
 from tests.telemetry.powerfiles import install_fake_tools
@@ -190,6 +190,10 @@ vllm:prefix_cache_hits_total{engine="0",model_name="tinyllama"} 600.0
 vllm:prompt_tokens_total{engine="0",model_name="tinyllama"} 1200.0
 # TYPE vllm:generation_tokens_total counter
 vllm:generation_tokens_total{engine="0",model_name="tinyllama"} 300.0
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="tinyllama"} 3.0
+vllm:request_success_total{engine="0",finished_reason="length",model_name="tinyllama"} 121.0
+vllm:request_success_created{engine="0",finished_reason="stop",model_name="tinyllama"} 1.7e9
 # TYPE vllm:time_to_first_token_seconds histogram
 vllm:time_to_first_token_seconds_bucket{engine="0",le="0.001",model_name="tinyllama"} 0.0
 vllm:time_to_first_token_seconds_count{engine="0",model_name="tinyllama"} 4.0
@@ -206,6 +210,8 @@ sglang:prompt_tokens_total{model_name="m"} 800.0
 sglang:cached_tokens_total{model_name="m"} 200.0
 # TYPE sglang:generation_tokens_total counter
 sglang:generation_tokens_total{model_name="m"} 90.0
+# TYPE sglang:num_requests_total counter
+sglang:num_requests_total{model_name="m"} 17.0
 """
 
 
@@ -213,12 +219,47 @@ def test_vllm_page() -> None:
     s = parse_metrics(VLLM_PAGE, 1.0)
     assert (s.running, s.waiting, s.kv_usage, s.preemptions) == (8.0, 3.0, 0.5, 2.0)
     assert (s.prefix_queries, s.prefix_hits, s.prompt_tokens, s.generation_tokens) == (1000, 600, 1200, 300)
+    assert s.requests_finished == 124.0  # summed over finish reasons; the _created series is not a count
 
 
 def test_sglang_page() -> None:
     s = parse_metrics(SGLANG_PAGE, 1.0)
     assert (s.running, s.waiting, s.kv_usage) == (5.0, 2.0, 0.4)
-    assert (s.prefix_hits, s.prefix_queries, s.generation_tokens) == (200, 800, 90)
+    assert (s.prefix_hits, s.prefix_queries, s.generation_tokens, s.requests_finished) == (200, 800, 90, 17)
+
+
+def test_latest_sample_is_the_last_whole_line(tmp_path: Path) -> None:
+    out = tmp_path / "engine_state.jsonl"
+    scraper = EngineStateScraper("http://127.0.0.1:1/metrics", out)
+    assert scraper.latest() is None  # nothing scraped yet
+    lines = [EngineStateSample(t=float(i), generation_tokens=10.0 * i).model_dump_json() for i in range(400)]
+    out.write_text("\n".join(lines) + "\n" + lines[-1][:17])  # longer than the tail read; a line half written
+    assert scraper.latest() == EngineStateSample(t=399.0, generation_tokens=3990.0)
+
+
+def test_live_rates_follow_the_samples() -> None:
+    from infx.sweep.local import MetricsPoller, live_rates
+
+    a = EngineStateSample(t=10.0, requests_finished=4, generation_tokens=100)
+    b = EngineStateSample(t=12.0, requests_finished=10, generation_tokens=500)
+    r = live_rates(a, b)
+    assert (r.req_per_s, r.tok_per_s) == (3.0, 200.0)
+    assert live_rates(b, a.model_copy(update={"t": 13.0})).tok_per_s == 0.0  # a restarted counter: no negative rate
+    # the poller reports once per new sample: a repeated sample (the scraper has not written yet) is skipped
+    feed = [a, a, b, b, None, EngineStateSample(t=13.0, requests_finished=11, generation_tokens=600)]
+    seen: list = []
+    done = threading.Event()
+
+    def sample():
+        if len(feed) == 1:
+            done.set()
+        return feed.pop(0) if len(feed) > 1 else feed[0]
+
+    poller = MetricsPoller(sample, seen.append, every=0.001)
+    poller.start()
+    assert done.wait(10)
+    poller.stop()
+    assert [(s.req_per_s, s.tok_per_s) for s in seen] == [(3.0, 200.0), (1.0, 100.0)]
 
 
 def test_summary_over_the_window() -> None:
