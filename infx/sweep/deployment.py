@@ -23,11 +23,11 @@ from infx.sweep.logfile import log_excerpt, log_size
 
 def allocation(point: Point, gpus_per_node: int) -> tuple[int, int]:
     """(nodes, GPUs per node) of one allocation for a multinode point: each worker pool on nodes of its own."""
-    import math
+    from infx.engines.disagg.placement import pool_nodes
 
     assert point.prefill is not None and point.decode is not None
     pools = [w.gpus for w in (point.prefill, point.decode) if w.num_worker > 0]
-    nodes = sum(math.ceil(g / gpus_per_node) for g in pools) or 1
+    nodes = sum(pool_nodes(g, gpus_per_node) for g in pools) or 1
     return nodes, min(gpus_per_node, max(pools, default=0))
 
 

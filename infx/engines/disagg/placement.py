@@ -34,6 +34,12 @@ class RolePlacement(BaseModel):
         return args
 
 
+def pool_nodes(pool_gpus: int, gpus_per_node: int) -> int:
+    """Nodes one worker pool takes: pools never share a node. The one rule behind both the ``sbatch`` size
+    (:func:`infx.sweep.deployment.allocation`, from the point) and :func:`place` (from the deployment)."""
+    return math.ceil(pool_gpus / gpus_per_node)
+
+
 class PlacementError(ValueError):
     def __init__(self, role: str, message: str):
         self.role = role
@@ -52,7 +58,7 @@ def place(deployment: Deployment, gpus_per_node: int | None, job_nodes: int | No
         if role.gpus_per_instance > gpus_per_node and role.gpus_per_instance % gpus_per_node:
             raise PlacementError(role.name, f"an instance of {role.gpus_per_instance} GPUs does not split over "
                                             f"nodes of {gpus_per_node}")
-        nodes = math.ceil(role.gpus / gpus_per_node)
+        nodes = pool_nodes(role.gpus, gpus_per_node)
         if role.gpus_per_instance > gpus_per_node:  # an instance spans nodes: one task (rank) per node
             out[role.name] = RolePlacement(first_node=cursor, nodes=nodes, ntasks=nodes, gpus_per_task=gpus_per_node)
         else:
