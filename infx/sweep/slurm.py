@@ -113,11 +113,23 @@ def pick_groups(plan: RunPlan, prefixes: Sequence[str], array_task: bool) -> lis
 
 def queue_states(job_ids: Sequence[str]) -> dict[str, str]:
     """``{job_id or job_id_index: STATE}`` for jobs still known to ``squeue`` (PENDING, RUNNING...).
-    Array tasks appear as ``JOB_INDEX``; a pending array as ``JOB_[0-3]``. Empty when squeue is absent."""
+    Array tasks appear as ``JOB_INDEX``; a pending array as ``JOB_[0-3]``. Empty when squeue is absent
+    or did not answer (for display; :func:`wait_for_jobs` tells the two apart)."""
+    return poll_queue(job_ids) or {}
+
+
+def poll_queue(job_ids: Sequence[str]) -> dict[str, str] | None:
+    """:func:`queue_states`, or None when ``squeue`` failed or timed out (a busy slurmctld): that is not
+    'no jobs left'. A job Slurm has already forgotten (``Invalid job id``) is simply not listed."""
     if not job_ids or shutil.which("squeue") is None:
         return {}
-    proc = subprocess.run(["squeue", "-h", "-r", "-o", "%i|%T", "-j", ",".join(job_ids)], capture_output=True,
-                          text=True, timeout=30)
+    try:
+        proc = subprocess.run(["squeue", "-h", "-r", "-o", "%i|%T", "-j", ",".join(job_ids)], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0 and "invalid job id" not in proc.stderr.lower():
+        return None
     out: dict[str, str] = {}
     for line in proc.stdout.splitlines():
         if "|" in line:
@@ -169,7 +181,7 @@ def wait_for_jobs(job_ids: Sequence[str], timeout: float, poll: float = 1.0) -> 
     """Block until none of the jobs is queued or running (bounded: never waits past ``timeout``)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not queue_states(job_ids):
+        if poll_queue(job_ids) == {}:
             return True
         time.sleep(poll)
     return False
