@@ -78,9 +78,16 @@ def scrape_once(url: str, timeout_s: float) -> EngineStateSample | None:
     t = time.time()
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - the engine's own endpoint
-            return parse_metrics(resp.read().decode("utf-8", errors="replace"), t)
+            text = resp.read().decode("utf-8", errors="replace")
     except (OSError, ValueError):
         return None
+    done = time.time()
+    try:
+        sample = parse_metrics(text, t)
+    except ValueError:
+        return None
+    sample.t_done = done
+    return sample
 
 
 class EngineStateScraper:
@@ -173,19 +180,20 @@ def summarise(samples: list[EngineStateSample], window: BenchWindow | None) -> E
         out[f"{name}_mean"] = sum(vals) / len(vals) if vals else None
         out[f"{name}_max"] = max(vals) if vals else None
     for name in COUNTERS:
-        out[name] = counter_delta([(s.t, getattr(s, name)) for s in samples if getattr(s, name) is not None],
-                                  start, end)
+        out[name] = counter_delta([(s.t, s.t_done if s.t_done is not None else s.t, getattr(s, name))
+                                   for s in samples if getattr(s, name) is not None], start, end)
     q, h = out["prefix_queries"], out["prefix_hits"]
     out["prefix_cache_hit_rate"] = h / q if (q is not None and h is not None and q > 0) else None
     return EngineStateSummary(samples=len(samples), samples_in_window=len(inside), **out)
 
 
-def counter_delta(series: list[tuple[float, float]], start: float, end: float) -> float | None:
-    """Counter increase from the last scrape <= start to the first scrape >= end (None unless both exist).
-    No load runs after the window, so the end is exact; the start may include up to one interval of the
-    warmup's tail."""
-    before = [v for t, v in series if t <= start]
-    after = [v for t, v in series if t >= end]
+def counter_delta(series: list[tuple[float, float, float]], start: float, end: float) -> float | None:
+    """Counter increase from the last scrape served before the start (arrived <= start) to the first served
+    after the end (sent >= end); None unless both exist. ``series``: (sent, arrived, value). A scrape sent
+    before the start but served after it would count measured work in the 'before' value. No load runs
+    after the window, so the end is exact; the start may include up to one interval of the warmup's tail."""
+    before = [v for _, done, v in series if done <= start]
+    after = [v for sent, _, v in series if sent >= end]
     if not before or not after:
         return None
     return after[0] - before[-1]

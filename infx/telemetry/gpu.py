@@ -2,8 +2,9 @@
 InferenceX's ``start_gpu_monitor``/``stop_gpu_monitor`` do), writing ``gpu_metrics.csv``.
 
 * NVIDIA: ``nvidia-smi --format=csv -l 1 --query-gpu=timestamp,index,power.draw,...`` straight into the file.
-  On stop the loop is killed, a truncated last line (no trailing newline) is dropped and one more one-shot
-  sample (``--format=csv,noheader``) is appended so the window's end is bracketed.
+  On stop the loop writes one more sample (up to interval + 1 s), is killed, a truncated last line (no
+  trailing newline) is dropped and one more one-shot sample (``--format=csv,noheader``) is appended, so the
+  window's end is bracketed.
 * AMD: ``amd-smi metric -p -c -t -u -w 1 --csv`` (``PYTHONUNBUFFERED=1``) through a filter that keeps the
   first header (the line starting ``timestamp,``), drops the preamble and repeated headers and flushes each
   row. On stop it waits interval + 2 s before killing: amd-smi stamps whole seconds.
@@ -64,6 +65,25 @@ def wait_first_row(path: Path, proc: subprocess.Popen, timeout_s: float = 10.0) 
         time.sleep(0.02)
 
 
+def wait_next_rows(paths: list[Path], timeout_s: float) -> None:
+    """Before the loop is killed: let it write one more sample after the window's end into every file (each
+    grows past its size now), or give up after ``timeout_s``. The closing one-shot then only adds a sample,
+    so a slow one-shot (nvidia-smi without persistence mode, an ``srun`` step) cannot open a gap at the end."""
+    def size(p: Path) -> int:
+        try:
+            return p.stat().st_size
+        except FileNotFoundError:
+            return -1
+
+    before = [size(p) for p in paths]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if all(size(p) > b for p, b in zip(paths, before)):
+            time.sleep(0.1)  # the rest of that sample's rows (one per device)
+            return
+        time.sleep(0.02)
+
+
 def _stop(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -111,6 +131,8 @@ class NvidiaSmiSampler:
 
     def stop(self) -> None:
         if self.proc is not None:
+            if self.proc.poll() is None:
+                wait_next_rows([self.out], self.interval_s + 1.0)
             _stop(self.proc)
         if self._fh is not None:
             self._fh.close()

@@ -90,7 +90,8 @@ class CpuEnergy(_Model):
 class EngineStateSample(_Model):
     """One scrape of the engine's ``/metrics`` (summed over label sets; ``kv_usage`` is the max, 0..1)."""
 
-    t: float  # unix seconds, the same wall clock as the load generator's window
+    t: float  # unix seconds when the scrape was sent, the same wall clock as the load generator's window
+    t_done: float | None = None  # when the page had arrived: the engine served it between t and t_done
     running: float | None = None
     waiting: float | None = None
     kv_usage: float | None = None

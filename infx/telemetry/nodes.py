@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from infx.telemetry.gpu import AmdSmiFilter, GpuTool, _stop, amd_argv, drop_truncated_tail, nvidia_argv
+from infx.telemetry.gpu import AmdSmiFilter, GpuTool, _stop, amd_argv, drop_truncated_tail, nvidia_argv, wait_next_rows
 from infx.telemetry.powercsv import detect_columns
 
 
@@ -77,6 +77,8 @@ class NodeSampler:
             return
         if self.tool == "amd-smi":
             time.sleep(self.settle_s)  # amd-smi stamps whole seconds
+        elif self.proc.poll() is None:
+            wait_next_rows([self.node_file(i) for i in range(len(self.node_devices))], self.interval + 1.0)
         _stop(self.proc, timeout=10)
         if self.tool == "nvidia-smi":  # one more sample on every node after the window's end
             try:
