@@ -20,11 +20,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
 
 if TYPE_CHECKING:
     from infx.results.layout import ResultsDir
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Property tests judge values, not speed: no per-example deadline (a stall on a loaded CI machine
+# would otherwise fail one as DeadlineExceeded or "Unreliable test timings").
+settings.register_profile("infx", deadline=None)
+settings.load_profile("infx")
 
 
 @pytest.fixture(autouse=True)

@@ -89,6 +89,9 @@ def test_unknown_crash_is_reported_as_crashed(tmp_path: Path) -> None:
 def test_timeout_stops_the_engine(tmp_path: Path) -> None:
     proc = EngineProcess()
     proc.start(_launch("import time; print('loading...', flush=True); time.sleep(600)", free_port()), tmp_path / "e.log")
+    deadline = time.monotonic() + 30  # the child has printed (a loaded machine starts Python slowly)
+    while "loading..." not in (tmp_path / "e.log").read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
     with pytest.raises(EngineFailure) as exc:
         proc.wait_ready(timeout=1.5)
     assert exc.value.kind is FailureKind.TIMEOUT and "loading..." in exc.value.log_tail

@@ -49,7 +49,7 @@ TIMEOUT_FAULTS = {"stall", "trickle"}
 
 
 async def _one(url: str, spec: RequestSpec, *, tight: bool = False, **target_kw) -> RequestRecord:
-    stall_s, total_s = (0.4, 1.0) if tight else (10.0, 30.0)
+    stall_s, total_s = (1.0, 1.5) if tight else (10.0, 30.0)
     target = Target(base_url=url, model="m", stall_timeout_s=stall_s, total_timeout_s=total_s, **target_kw)
     async with make_session() as session:
         return await stream_request(session, spec, target)

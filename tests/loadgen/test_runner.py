@@ -67,7 +67,7 @@ def test_faulty_server_every_request_classified_and_checks_fail(tokenizer_dir, t
 def test_warmup_is_excluded_and_recorded(tokenizer_dir):
     with SyntheticServer(ttft_s=0.001, token_interval_s=0.0005) as srv:
         run = execute(_cfg(srv.base_url, tokenizer_dir, concurrency=2, num_prompts=10, warmup_requests=3))
-        timed = execute(_cfg(srv.base_url, tokenizer_dir, concurrency=2, num_prompts=4, warmup_s=0.2))
+        timed = execute(_cfg(srv.base_url, tokenizer_dir, concurrency=2, num_prompts=4, warmup_s=1.0))
     warm = [r for r in run.records if r.warmup]
     main = [r for r in run.records if not r.warmup]
     assert len(warm) == 3 and len(main) == 10
@@ -122,7 +122,7 @@ def test_duration_and_open_loop_and_workers(tokenizer_dir):
         open_ = execute(_cfg(srv.base_url, tokenizer_dir, request_rate=100.0, arrival="constant", num_prompts=20))
         sharded = execute(_cfg(srv.base_url, tokenizer_dir, concurrency=4, num_prompts=30, workers=2))
     assert dur.result.metrics.issued > 10 and dur.result.metrics.failed == 0
-    assert 0.4 < dur.result.metrics.throughput.duration_s < 5.0  # stops near 0.5 s, not after all prompts
+    assert 0.3 < dur.result.metrics.throughput.duration_s < 5.0  # stops near 0.5 s, not after all prompts
     gaps = sorted(r.intended_send_ns for r in open_.records)
     assert all(abs((b - a) / 1e6 - 10.0) < 0.01 for a, b in zip(gaps, gaps[1:]))  # constant 10 ms
     assert open_.result.config["request_rate"] == 100.0
