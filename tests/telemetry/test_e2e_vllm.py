@@ -27,7 +27,7 @@ def test_concurrency_8_shows_in_engine_state_and_power_follows_the_window(vllm_s
     from infx.loadgen.runner import execute
 
     cfg = BenchConfig(base_url=vllm_server.base_url, model=vllm_server.model, tokenizer=str(vllm_server.model_dir),
-                      concurrency=8, num_prompts=24, warmup_requests=8, input_len=64, output_len=160,
+                      concurrency=8, num_prompts=48, warmup_requests=8, input_len=64, output_len=160,
                       ignore_eos=True, gpus=1, progress=False)
     tel = Telemetry(tmp_path, TelemetryOptions(gpu="nvidia"), metrics_url=vllm_server.metrics_url, expected_gpus=1,
                     devices=["0"])
@@ -37,7 +37,7 @@ def test_concurrency_8_shows_in_engine_state_and_power_follows_the_window(vllm_s
     eng = summary.engine
     assert eng is not None and eng.samples_in_window >= 2, eng
     assert eng.running_max is not None and 7 <= eng.running_max <= 8
-    # the plateau shows in the max; the mean over a ~4 s window also holds the ramp-up and the last wave
+    # the plateau shows in the max; the mean over a ~8 s window (6 waves: 1 Hz scrapes see several) also holds the ramp-up and the last wave
     # draining, which a loaded 2-core machine stretches (CI saw 4.25), so it only has to show a busy engine
     assert eng.running_mean is not None and eng.running_mean >= 2
     assert eng.kv_usage_max is not None and eng.kv_usage_max > 0
