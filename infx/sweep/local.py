@@ -296,12 +296,11 @@ class MetricsPoller:
         prev = self.sample()
         while not self._stop.wait(self.every):
             cur = self.sample()
-            if cur is None:
+            if cur is None or (prev is not None and cur.t <= prev.t):  # no new sample since the last tick
                 continue
-            if prev is not None and cur.t > prev.t:
+            if prev is not None:
                 self.progress(live_rates(prev, cur))
-            if prev is None or cur.t > prev.t:
-                prev = cur
+            prev = cur
 
 
 def live_rates(prev: EngineStateSample, cur: EngineStateSample) -> LiveStats:
