@@ -21,6 +21,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Literal
 
@@ -52,36 +53,42 @@ def drop_truncated_tail(path: Path) -> None:
             fh.truncate(cut + 1 if cut >= 0 else 0)
 
 
+def _poll_until(done: Callable[[], bool], timeout_s: float, proc: subprocess.Popen | None = None) -> bool:  # type: ignore[type-arg]
+    """Poll ``done`` every 20 ms until it holds (True), ``proc`` exited or ``timeout_s`` passed (False)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and (proc is None or proc.poll() is None):
+        if done():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return -1
+
+
 def wait_first_row(path: Path, proc: subprocess.Popen, timeout_s: float = 10.0) -> None:  # type: ignore[type-arg]
     """Return once the CSV holds a header and one sample (so the window's start is bracketed), the tool
     exited, or the timeout passed."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and proc.poll() is None:
+    def rows() -> bool:
         try:
-            if path.read_bytes().count(b"\n") >= 2:
-                return
+            return path.read_bytes().count(b"\n") >= 2
         except FileNotFoundError:
-            pass
-        time.sleep(0.02)
+            return False
+
+    _poll_until(rows, timeout_s, proc)
 
 
 def wait_next_rows(paths: list[Path], timeout_s: float) -> None:
     """Before the loop is killed: let it write one more sample after the window's end into every file (each
     grows past its size now), or give up after ``timeout_s``. The closing one-shot then only adds a sample,
     so a slow one-shot (nvidia-smi without persistence mode, an ``srun`` step) cannot open a gap at the end."""
-    def size(p: Path) -> int:
-        try:
-            return p.stat().st_size
-        except FileNotFoundError:
-            return -1
-
-    before = [size(p) for p in paths]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if all(size(p) > b for p, b in zip(paths, before)):
-            time.sleep(0.1)  # the rest of that sample's rows (one per device)
-            return
-        time.sleep(0.02)
+    before = [_size(p) for p in paths]
+    if _poll_until(lambda: all(_size(p) > b for p, b in zip(paths, before)), timeout_s):
+        time.sleep(0.1)  # the rest of that sample's rows (one per device)
 
 
 def _stop(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
