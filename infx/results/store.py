@@ -47,6 +47,7 @@ from infx.results.layout import (
     ResultsDir,
     RunManifest,
 )
+from infx.results.sqlite_open import LOCK_WAIT_S, open_for_writing
 from infx.results.telemetry_rows import COLUMNS as _TELEMETRY_COLS
 from infx.results.telemetry_rows import MIGRATION_4, telemetry_row
 
@@ -380,12 +381,9 @@ class Store:
             self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
-            self.conn.execute("PRAGMA busy_timeout=30000")
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn = open_for_writing(self.path)
             self.migrate(schema_target)
-        self.conn.execute("PRAGMA busy_timeout=30000")
+        self.conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT_S * 1000)}")
 
     def __enter__(self) -> Store:
         return self
