@@ -19,7 +19,6 @@ from __future__ import annotations
 import gzip
 import json
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ import numpy as np
 from infx import atomic
 from infx.agentic.replay import ReplayConfig, ReplayOutcome, SessionRecord, replay
 from infx.agentic.stats import Dist
+from infx.engine_page import EngineStateSample, scrape_once
 from infx.records import RequestRecord, write_records
 from infx.metrics.result import BenchResult, Check, Metrics
 
@@ -35,36 +35,16 @@ SESSIONS_FILE = "sessions.jsonl.gz"
 RESULT_FILE = "result.json"
 RECORDS_FILE = "records.jsonl.gz"
 
-PREFIX_HITS = ("vllm:prefix_cache_hits_total", "vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits_total")
-PREFIX_QUERIES = ("vllm:prefix_cache_queries_total", "vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries_total")
-
-
 def scrape_prefix_cache(metrics_url: str, timeout_s: float = 10.0) -> tuple[float, float] | None:
-    """(hits, queries) token counters from a vLLM ``/metrics`` page, summed over label sets."""
-    try:
-        with urllib.request.urlopen(metrics_url, timeout=timeout_s) as resp:  # noqa: S310 - local server
-            text = resp.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    return parse_prefix_cache(text)
+    """(hits, queries) prefix-cache token counters from the engine's ``/metrics`` page, None when the
+    page is unreachable or lacks either counter."""
+    return prefix_cache(scrape_once(metrics_url, timeout_s))
 
 
-def parse_prefix_cache(text: str) -> tuple[float, float] | None:
-    sums: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        name = line.split("{", 1)[0].split(" ", 1)[0]
-        if name in PREFIX_HITS or name in PREFIX_QUERIES:
-            try:
-                sums[name] = sums.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
-            except (IndexError, ValueError):
-                continue
-    hits = next((sums[n] for n in PREFIX_HITS if n in sums), None)
-    queries = next((sums[n] for n in PREFIX_QUERIES if n in sums), None)
-    if hits is None or queries is None:
+def prefix_cache(sample: EngineStateSample | None) -> tuple[float, float] | None:
+    if sample is None or sample.prefix_hits is None or sample.prefix_queries is None:
         return None
-    return hits, queries
+    return sample.prefix_hits, sample.prefix_queries
 
 
 def _metrics(records: list[RequestRecord], gpus_per_server: int | None) -> Metrics:

@@ -20,7 +20,7 @@ from infx.sweep.profile import LoadProfile
 from infx.sweep.rendering import RenderAtPort
 
 if TYPE_CHECKING:
-    from infx.telemetry.models import EngineStateSample
+    from infx.engine_page import EngineStateSample
 
 # (group's first point, launch, start-up facts) -> flat scalars merged into ``StartupSummary.other``
 Calibrate = Callable[[Point, Any, StartupSummary], dict[str, Any]]
@@ -191,7 +191,7 @@ class LocalMeasurer:
         tel = self._telemetry(point, engine, url, point_dir)
         poller = None
         if url and progress:
-            from infx.telemetry.engine_state import scrape_once
+            from infx.engine_page import scrape_once
 
             sample = tel.engine.latest if (tel and tel.engine) else functools.partial(scrape_once, url, 2.0)
             poller = MetricsPoller(sample, progress, self.poll_s)

@@ -1,6 +1,6 @@
-"""The engine's own state over time: its Prometheus ``/metrics`` page scraped once a second and parsed
-with ``prometheus_client``'s text parser. vLLM and SGLang names map onto one :class:`EngineStateSample`;
-values are summed over label sets (engines, models), KV usage is the max (a fraction, 0..1)."""
+"""The engine's own state over time: its Prometheus ``/metrics`` page scraped once a second (the scrape
+and its parser are :mod:`infx.engine_page`) in a process of its own, the samples as JSON lines, and
+their summary over the benchmark window."""
 
 from __future__ import annotations
 
@@ -10,84 +10,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from pathlib import Path
 
-from prometheus_client.parser import text_string_to_metric_families
+from infx.engine_page import COUNTERS, EngineStateSample, scrape_once
+from infx.telemetry.models import BenchWindow, EngineStateSummary
 
-from infx.telemetry.models import BenchWindow, EngineStateSample, EngineStateSummary
-
-# sample name -> field. vLLM v1 (0.8+) and older V0 spellings; SGLang (``sglang:cached_tokens_total`` is
-# its prefix-cache hit counter in tokens, so queries are its prompt tokens).
-SUMMED: dict[str, str] = {
-    "vllm:num_requests_running": "running",
-    "vllm:num_requests_waiting": "waiting",
-    "vllm:num_preemptions_total": "preemptions",
-    "vllm:prefix_cache_queries_total": "prefix_queries",
-    "vllm:prefix_cache_hits_total": "prefix_hits",
-    "vllm:gpu_prefix_cache_queries_total": "prefix_queries",
-    "vllm:gpu_prefix_cache_hits_total": "prefix_hits",
-    "vllm:prompt_tokens_total": "prompt_tokens",
-    "vllm:generation_tokens_total": "generation_tokens",
-    "vllm:request_success_total": "requests_finished",
-    "sglang:num_running_reqs": "running",
-    "sglang:num_queue_reqs": "waiting",
-    "sglang:num_retracted_reqs": "preemptions",
-    "sglang:cached_tokens_total": "prefix_hits",
-    "sglang:prompt_tokens_total": "prompt_tokens",
-    "sglang:generation_tokens_total": "generation_tokens",
-    "sglang:num_requests_total": "requests_finished",
-}
-MAXED: dict[str, str] = {
-    "vllm:kv_cache_usage_perc": "kv_usage",
-    "vllm:gpu_cache_usage_perc": "kv_usage",
-    "sglang:token_usage": "kv_usage",
-}
-COUNTERS = ("preemptions", "prefix_queries", "prefix_hits", "prompt_tokens", "generation_tokens")
 ENGINE_STATE_FILE = "engine_state.jsonl"
-
-
-_WANTED = tuple(SUMMED) + tuple(MAXED)
-_WANTED_TYPES = tuple(f"# TYPE {n}" for n in _WANTED) + tuple(f"# TYPE {n.removesuffix('_total')} " for n in _WANTED)
-
-
-def wanted_lines(text: str) -> str:
-    """Only the series (and their ``# TYPE`` lines) the sample needs: vLLM's page is mostly histogram
-    buckets, and parsing all of it once a second costs more CPU than everything else telemetry does."""
-    return "".join(line + "\n" for line in text.splitlines() if line.startswith(_WANTED) or line.startswith(_WANTED_TYPES))
-
-
-def parse_metrics(text: str, t: float) -> EngineStateSample:
-    values: dict[str, float] = {}
-    for family in text_string_to_metric_families(wanted_lines(text)):
-        for s in family.samples:
-            field = SUMMED.get(s.name)
-            if field is not None:
-                values[field] = values.get(field, 0.0) + float(s.value)
-                continue
-            field = MAXED.get(s.name)
-            if field is not None:
-                values[field] = max(values.get(field, float("-inf")), float(s.value))
-    if "prefix_queries" not in values and "prefix_hits" in values and "sglang:cached_tokens_total" in text:
-        values["prefix_queries"] = values.get("prompt_tokens", 0.0)
-    return EngineStateSample(t=t, **values)
-
-
-def scrape_once(url: str, timeout_s: float) -> EngineStateSample | None:
-    t = time.time()
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - the engine's own endpoint
-            text = resp.read().decode("utf-8", errors="replace")
-    except (OSError, ValueError):
-        return None
-    done = time.time()
-    try:
-        sample = parse_metrics(text, t)
-    except ValueError:
-        return None
-    sample.t_done = done
-    return sample
 
 
 class EngineStateScraper:

@@ -1,5 +1,5 @@
 """Typed telemetry records: the benchmark window, the power validation (InferenceX's sidecar shape), CPU
-energy, engine-state samples and the per-point summary stored in ``result.json`` ``extra.telemetry``."""
+energy, the engine-state summary (one sample is :class:`infx.engine_page.EngineStateSample`) and the per-point summary stored in ``result.json`` ``extra.telemetry``."""
 
 from __future__ import annotations
 
@@ -85,22 +85,6 @@ class CpuEnergy(_Model):
     cpu_energy_j: float | None = None
     cpu_avg_power_w: float | None = None
     cpu_joules_per_output_token: float | None = None
-
-
-class EngineStateSample(_Model):
-    """One scrape of the engine's ``/metrics`` (summed over label sets; ``kv_usage`` is the max, 0..1)."""
-
-    t: float  # unix seconds when the scrape was sent, the same wall clock as the load generator's window
-    t_done: float | None = None  # when the page had arrived: the engine served it between t and t_done
-    running: float | None = None
-    waiting: float | None = None
-    kv_usage: float | None = None
-    preemptions: float | None = None  # counter
-    prefix_queries: float | None = None  # counter, tokens
-    prefix_hits: float | None = None  # counter, tokens
-    prompt_tokens: float | None = None  # counter
-    generation_tokens: float | None = None  # counter
-    requests_finished: float | None = None  # counter (the live req/s of the progress display)
 
 
 class EngineStateSummary(_Model):

@@ -7,13 +7,14 @@ import gzip
 
 from infx.agentic.measure import (
     build_result,
-    parse_prefix_cache,
+    prefix_cache,
     read_sessions,
     run_agentic_point,
 )
 from infx.agentic.replay import ReplayConfig, replay_async
 from infx.agentic.synth import SynthConfig, synth_traces
 from infx.agentic.trace import write_traces
+from infx.engine_page import parse_metrics
 from infx.loadgen.http import Target
 from infx.metrics.result import BenchResult
 
@@ -73,8 +74,10 @@ vllm:prefix_cache_queries_total{engine="0",model_name="m"} 1000.0
 vllm:prefix_cache_hits_total{engine="0",model_name="m"} 640.0
 vllm:prefix_cache_hits_total{engine="1",model_name="m"} 10.0
 """
-    assert parse_prefix_cache(text) == (650.0, 1000.0)
-    assert parse_prefix_cache("vllm:num_requests_running 1\n") is None
+    assert prefix_cache(parse_metrics(text, 0.0)) == (650.0, 1000.0)
+    assert prefix_cache(parse_metrics("vllm:num_requests_running 1\n", 0.0)) is None
+    sglang = "sglang:cached_tokens_total 30.0\nsglang:prompt_tokens_total 120.0\n"  # queries are its prompt tokens
+    assert prefix_cache(parse_metrics(sglang, 0.0)) == (30.0, 120.0)
 
 
 def test_run_agentic_point_writes_files(blocks, tokenizer_dir, tmp_path):

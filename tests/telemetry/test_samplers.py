@@ -12,9 +12,10 @@ import pytest
 
 from infx.telemetry import rapl
 from infx.telemetry.energy import check_window, validate_power
-from infx.telemetry.engine_state import EngineStateScraper, parse_metrics, summarise
+from infx.engine_page import EngineStateSample, parse_metrics
+from infx.telemetry.engine_state import EngineStateScraper, summarise
 from infx.telemetry.gpu import AmdSmiFilter, AmdSmiSampler, NvidiaSmiSampler, detect_tool
-from infx.telemetry.models import BenchWindow, EngineStateSample
+from infx.telemetry.models import BenchWindow
 from tests.telemetry.powerfiles import install_fake_tools
 
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from infx.results.layout import ResultsDir
 from infx.results.store import Store
 from infx.telemetry.engine_state import ENGINE_STATE_FILE
-from infx.telemetry.models import EngineStateSample
+from infx.engine_page import EngineStateSample
 from infx.telemetry.session import GPU_FILE
 
 
