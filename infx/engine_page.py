@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict
 
 
 class EngineStateSample(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
     """One scrape of the engine's ``/metrics`` (summed over label sets; ``kv_usage`` is the max, 0..1)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     t: float  # unix seconds when the scrape was sent, the same wall clock as the load generator's window
     t_done: float | None = None  # when the page had arrived: the engine served it between t and t_done
