@@ -492,21 +492,23 @@ class Store:
         return found
 
     def _write_batch(self, bundles: list[PointBundle]) -> tuple[int, int]:
-        existing = self._existing(bundles)
-        todo: dict[tuple[str, str], PointBundle] = {}
-        for b in bundles:  # the last bundle of a point wins, as it would written one by one
-            key = (b.run_id, b.point.point_id)
-            if existing.get(key) != b.digest:
-                todo[key] = b
-        unchanged = len(bundles) - len(todo)
-        if not todo:
-            return 0, unchanged
-        rows = _Rows()
-        for b in todo.values():
-            rows.add(b)
-        replaced = [k for k in todo if k in existing]
         c = self.conn
+        # The digests are read under the write lock: read before it, a point another writer commits in
+        # between would be missed as "replaced" and keep its old child rows (a failure row beside a result).
         with self.transaction():
+            existing = self._existing(bundles)
+            todo: dict[tuple[str, str], PointBundle] = {}
+            for b in bundles:  # the last bundle of a point wins, as it would written one by one
+                key = (b.run_id, b.point.point_id)
+                if existing.get(key) != b.digest:
+                    todo[key] = b
+            unchanged = len(bundles) - len(todo)
+            if not todo:
+                return 0, unchanged
+            rows = _Rows()
+            for b in todo.values():
+                rows.add(b)
+            replaced = [k for k in todo if k in existing]
             have = self._columns()
             for table, cols, attr in _POINT_TABLES:
                 if table not in have:  # a store held at an older schema (schema_target) lacks later tables

@@ -243,3 +243,29 @@ def test_a_database_locked_past_the_wait_is_a_clear_error(tmp_path: Path) -> Non
         holder.execute("ROLLBACK")
         holder.close()
     open_for_writing(path, lock_wait_s=0.3).close()  # free again: it opens
+
+
+def test_a_point_another_writer_commits_meanwhile_is_replaced_whole(tmp_path: Path) -> None:
+    """Writer A decides what to replace; writer B commits the same point as failed just before A's
+    transaction. A's result must replace B's rows whole: no failure row left beside the result."""
+    from infx.results.synthetic import make_manifest
+
+    point = make_point(2, 4)
+    done = make_bundle("m", point, PointStatus(state="done"), make_result(point, SEED_ARMS[0]))
+    failed = make_bundle("m", point, PointStatus(state="failed", reason="engine died", failure_class="engine-died"),
+                         None)
+    db = tmp_path / "x.db"
+
+    class Racing(Store):
+        def transaction(self):  # type: ignore[no-untyped-def]
+            with Store(db) as other:  # B commits just before A takes the write lock
+                other.add_points([failed])
+            return super().transaction()
+
+    with Store(db) as st:
+        st.upsert_run(make_manifest("m"))
+    with Racing(db) as a:
+        assert a.add_points([done]) == (1, 0)
+    with Store(db) as st:
+        assert st.conn.execute("SELECT state FROM points").fetchall() == [("done",)]
+        assert (st.counts()["results"], st.counts()["failures"]) == (1, 0)
