@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, TextIO
 
 NVIDIA_FIELDS = ("timestamp,index,power.draw,temperature.gpu,clocks.current.sm,clocks.current.memory,"
                  "utilization.gpu,utilization.memory")
@@ -186,15 +186,16 @@ class AmdSmiSampler:
 
     def start(self) -> None:
         self.out.parent.mkdir(parents=True, exist_ok=True)
+        fh = self.out.open("w", encoding="utf-8")  # truncated here: an older file never passes for a first row
         self.proc = subprocess.Popen(amd_argv(self.interval_s, self.devices), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
                                      text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        self._thread = threading.Thread(target=self._pump, name="infx-amd-smi", daemon=True)
+        self._thread = threading.Thread(target=self._pump, args=(fh,), name="infx-amd-smi", daemon=True)
         self._thread.start()
         wait_first_row(self.out, self.proc)
 
-    def _pump(self) -> None:
+    def _pump(self, fh: TextIO) -> None:
         assert self.proc is not None and self.proc.stdout is not None
-        with self.out.open("w", encoding="utf-8") as fh:
+        with fh:
             filt = AmdSmiFilter(fh)
             for line in self.proc.stdout:
                 filt.feed(line)

@@ -115,6 +115,18 @@ def test_amd_smi_loop(fake_tools: Path, tmp_path: Path) -> None:
     assert v.per_gpu_energy_j["1"] == pytest.approx(110 * (end - start), rel=1e-6)
 
 
+def test_amd_smi_start_waits_for_its_own_first_row_not_an_old_file(fake_tools: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gpu_metrics.csv"
+    out.write_text("timestamp,gpu,socket_power\n1500000000,0,999\n")  # a retried point's earlier loop
+    s = AmdSmiSampler(out, devices=["0"], interval_s=1.0)
+    s.start()
+    try:
+        text = out.read_text()
+        assert "1500000000" not in text and text.count("\n") >= 2  # the header and this loop's first row
+    finally:
+        s.stop()
+
+
 # --------------------------------------------------------------------------- RAPL
 
 
