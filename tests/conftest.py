@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[1]
 
 # Property tests judge values, not speed: no per-example deadline (a stall on a loaded CI machine
-# would otherwise fail one as DeadlineExceeded or "Unreliable test timings").
-settings.register_profile("infx", deadline=None)
+# would otherwise fail one as DeadlineExceeded or "Unreliable test timings"). A fresh clone has no
+# example database, so a failure prints the blob that replays it (@reproduce_failure).
+settings.register_profile("infx", deadline=None, print_blob=True)
 settings.load_profile("infx")
 
 
