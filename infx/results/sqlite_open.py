@@ -25,7 +25,7 @@ _SQLITE_LOCKED = 6
 def is_busy(exc: sqlite3.OperationalError) -> bool:
     """True when ``exc`` says another connection holds a lock (SQLITE_BUSY / SQLITE_LOCKED)."""
     code = getattr(exc, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    return code is not None and (code & 0xFF) in (_SQLITE_BUSY, _SQLITE_LOCKED)
 
 
 def open_for_writing(path: Path, *, lock_wait_s: float = LOCK_WAIT_S) -> sqlite3.Connection:

@@ -187,8 +187,13 @@ class AmdSmiSampler:
     def start(self) -> None:
         self.out.parent.mkdir(parents=True, exist_ok=True)
         fh = self.out.open("w", encoding="utf-8")  # truncated here: an older file never passes for a first row
-        self.proc = subprocess.Popen(amd_argv(self.interval_s, self.devices), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                                     text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        try:
+            self.proc = subprocess.Popen(amd_argv(self.interval_s, self.devices), stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
+                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        except BaseException:
+            fh.close()
+            raise
         self._thread = threading.Thread(target=self._pump, args=(fh,), name="infx-amd-smi", daemon=True)
         self._thread.start()
         wait_first_row(self.out, self.proc)
