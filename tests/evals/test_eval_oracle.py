@@ -71,7 +71,9 @@ def test_reasoning_only_replies_are_graded(tmp_path):
     assert [f.score for f in r.filters] == [0.5, 0.5]
 
 
-@pytest.mark.parametrize("mode", ["error500", "timeout", "empty"])
+# one failure mode in the fast suite; the others (a whole lm-eval run each) with the slow tests
+@pytest.mark.parametrize("mode", ["error500", pytest.param("timeout", marks=pytest.mark.slow),
+                                  pytest.param("empty", marks=pytest.mark.slow)])
 def test_failing_server_never_yields_a_complete_score(tmp_path, mode):
     with running_oracle(mode, fail_after=3) as o:
         with pytest.raises(EvalFailed) as info:
@@ -82,6 +84,7 @@ def test_failing_server_never_yields_a_complete_score(tmp_path, mode):
     assert (tmp_path / "lm-eval.log").is_file()
 
 
+@pytest.mark.slow  # two whole lm-eval runs through the CLI (about 8 s)
 def test_cli_grades_and_gates(tmp_path):
     with running_oracle() as o:
         cmd = [sys.executable, "-m", "infx", "eval", "--base-url", o.base_url, "--model", "oracle", "--limit", "4",

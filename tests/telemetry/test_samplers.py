@@ -118,7 +118,7 @@ def test_amd_smi_loop(fake_tools: Path, tmp_path: Path) -> None:
 def test_amd_smi_start_waits_for_its_own_first_row_not_an_old_file(fake_tools: Path, tmp_path: Path) -> None:
     out = tmp_path / "gpu_metrics.csv"
     out.write_text("timestamp,gpu,socket_power\n1500000000,0,999\n")  # a retried point's earlier loop
-    s = AmdSmiSampler(out, devices=["0"], interval_s=1.0)
+    s = AmdSmiSampler(out, devices=["0"], interval_s=1.0, settle_s=0.0)  # only the start is judged here
     s.start()
     try:
         text = out.read_text()
