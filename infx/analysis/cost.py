@@ -269,6 +269,22 @@ def inputs_of(m: Measured, measured_power_w: float | None = None, what: str = ""
                   measured_power_w=measured_power_w, measured_power_what=what)
 
 
+def inputs_of_result(point_row: dict[str, object], result: object, gpus_per_node: int | None = None) -> Inputs:
+    """Inputs from a point's files (``point.json`` row and ``result.json``), for readers without the store
+    (``infx status``); the same numbers the store keeps."""
+    from infx.matrix.point import Point
+    from infx.metrics.result import BenchResult
+    from infx.results.store import role_gpus_of
+
+    assert isinstance(result, BenchResult)
+    point = Point.from_row(point_row)
+    pg, dg, disagg = role_gpus_of(point)
+    thr = result.metrics.throughput
+    return Inputs(point_id=point.point_id, runner=point.runner, total_tok_per_s=thr.total_tok_per_s,
+                  output_tok_per_s=thr.output_tok_per_s, gpus_per_server=point.gpus_per_server,
+                  prefill_gpus=pg if disagg else None, decode_gpus=dg if disagg else None, gpus_per_node=gpus_per_node)
+
+
 def measured_power(store: object, run_ids: Sequence[str] | None = None,
                    sku_kind: Callable[[str], str | None] | None = None) -> dict[tuple[str, str], tuple[float, str]]:
     """(run, point) -> (measured W, what was measured): GPU board power for GPU SKUs, CPU package power
@@ -437,9 +453,9 @@ def _pair(sa: ArmSeries, sb: ArmSeries, costs: dict[tuple[str, str], PointCost],
         return StepFrontier.build(xs, ys, Direction.MAX, Direction.MAX)
 
     xa = X_AXES[sa.x_metric]
-    what = "total" if kind == "total" else f"{kind} ({basis_label(kind, basis)})"
+    gpus = "" if kind == "total" else " on " + basis_label(kind, basis).split(", ", 1)[1]
     c = compare_frontiers(frontier(sa), frontier(sb), a_label=sa.label, b_label=sb.label, x_label=xa.label.lower(),
-                          x_unit=xa.unit, y_label=f"{what} tokens per $ ({tier})", workload=sa.workload.label,
+                          x_unit=xa.unit, y_label=f"{kind} tokens per ${gpus} ({tier})", workload=sa.workload.label,
                           at=at, ladder_points=ladder_points)
     ladder = []
     for e in c.ladder:
@@ -449,6 +465,10 @@ def _pair(sa: ArmSeries, sb: ArmSeries, costs: dict[tuple[str, str], PointCost],
     reasons = sorted({costs[(m.run_id, m.point_id)].cost(kind, basis).reason for s in (sa, sb) for m in s.points
                       if costs[(m.run_id, m.point_id)].cost(kind, basis).value is None})
     verdict = c.verdict + [f"not priced: {r}" for r in reasons]
+    mixed = {m.disagg for m in sa.points} ^ {m.disagg for m in sb.points}
+    if kind != "total" and basis == "role" and mixed:
+        verdict.append(f"caution: per-role {kind} figures of a disaggregated arm read cheaper than an aggregated arm's "
+                       "(which carry all its GPUs); compare them with --basis all")
     return c.model_copy(update={"ladder": ladder, "verdict": verdict})
 
 

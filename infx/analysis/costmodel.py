@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, ValidationError,
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, ValidationError,
                       model_validator)
 
 from infx.diagnostics import Diagnostic, InfxError
@@ -51,13 +51,13 @@ def _date_text(v: Any) -> Any:
     return v
 
 
-def _check_date(v: str | None) -> str | None:
-    if v is not None and not _DATE.match(v):
+def _check_date(v: str) -> str:
+    if not _DATE.match(v):
         raise ValueError(f"a date is YYYY-MM or YYYY-MM-DD, got {v!r}")
     return v
 
 
-DateText = Annotated[StrictStr, BeforeValidator(_date_text)]
+DateText = Annotated[StrictStr, BeforeValidator(_date_text), AfterValidator(_check_date)]
 
 
 def _positive(v: Any) -> Any:
@@ -88,7 +88,6 @@ class RawFigure(_Raw):
             raise ValueError("give exactly one of 'value' and 'unpriced' (a reason)")
         if self.unpriced is not None and not self.unpriced.strip():
             raise ValueError("'unpriced' needs a reason")
-        _check_date(self.date)
         return self
 
 
@@ -102,11 +101,6 @@ FigureIn = Annotated[RawFigure, BeforeValidator(_figure)]
 class Provenance(_Raw):
     source: StrictStr | None = None
     date: DateText | None = None
-
-    @model_validator(mode="after")
-    def _date(self) -> Provenance:
-        _check_date(self.date)
-        return self
 
 
 class Defaults(_Raw):
@@ -124,11 +118,6 @@ class RawSku(_Raw):
     illustrative: bool = False
     note: StrictStr | None = None
 
-    @model_validator(mode="after")
-    def _date(self) -> RawSku:
-        _check_date(self.date)
-        return self
-
 
 class RawTable(_Raw):
     schema_: Literal[1] = Field(alias="schema")
@@ -143,11 +132,6 @@ class RawTable(_Raw):
     defaults: Defaults = Defaults()
     usd_per_kwh: FigureIn | None = None
     skus: dict[StrictStr, RawSku] = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _date(self) -> RawTable:
-        _check_date(self.date)
-        return self
 
 
 # ----------------------------------------------------------------------------------------------- resolved
@@ -295,7 +279,9 @@ def _resolve(src: YamlSource, raw: RawTable, known_skus: Iterable[str] | None, b
                                                                      "GPU-hour and per node-hour; give one"))
                 continue
             if g is None and n is None:
-                diags.append(src.diag(at, f"missing tier {t!r} for SKU {name}: give usd-per-gpu-hour.{t} (or "
+                where = at + (("usd-per-gpu-hour",) if sku.usd_per_gpu_hour or not sku.usd_per_node_hour
+                              else ("usd-per-node-hour",))
+                diags.append(src.diag(where, f"missing tier {t!r} for SKU {name}: give usd-per-gpu-hour.{t} (or "
                                           f"usd-per-node-hour.{t}), or {{unpriced: \"reason\"}}"))
                 continue
             unit: PriceUnit = "gpu-hour" if g is not None else "node-hour"
