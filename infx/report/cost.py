@@ -18,10 +18,10 @@ def _e(v: object) -> str:
     return html.escape("" if v is None else str(v))
 
 
-def _cell(v: Value, fmt: str = "{:,.4g}", label: str = "") -> str:
+def _cell(v: Value, fmt: str = "{:,.4g}", label: str = "", missing: str = "not priced") -> str:
     sub = f"<br><small>{_e(label)}</small>" if label else ""
     if v.value is None:
-        return f'<td class="unpriced">not priced: {_e(v.reason)}{sub}</td>'
+        return f'<td class="unpriced">{missing}: {_e(v.reason)}{sub}</td>'
     return f"<td class=num>{fmt.format(v.value)}{sub}</td>"
 
 
@@ -55,14 +55,15 @@ def cost_figure(arms: list[Any], run_id: str, costs: dict[tuple[str, str], Point
     return fig
 
 
-def _table_head(view: CostView) -> str:
+def _table_head(view: CostView, mkw: bool, energy: bool) -> str:
     return ("<tr><th>point</th><th>conc</th><th>SKU</th><th>GPUs</th><th>$/GPU-hr</th><th>$/Mtok total</th>"
             "<th>$/Mtok input<br>all GPUs</th><th>$/Mtok input<br>per role</th><th>$/Mtok output<br>all GPUs</th>"
             "<th>$/Mtok output<br>per role</th><th>tokens per $<br>(total)</th><th>tok/s per<br>provisioned MW</th>"
-            "<th>tok/s per<br>measured kW</th><th>energy $/Mtok<br>(all-in kW x $/kWh)</th><th>cost<br>frontier</th></tr>")
+            + ("<th>tok/s per<br>measured kW</th>" if mkw else "")
+            + ("<th>energy $/Mtok<br>(all-in kW x $/kWh)</th>" if energy else "") + "<th>cost<br>frontier</th></tr>")
 
 
-def _row(pc: PointCost, m: Measured, view: CostView) -> str:
+def _row(pc: PointCost, m: Measured, view: CostView, mkw: bool = True, energy: bool = True) -> str:
     gpus = f"{pc.prefill_gpus}P + {pc.decode_gpus}D" if pc.disagg else str(pc.gpus)
     price = _cell(pc.usd_per_gpu_hour, "{:,.4g}", "")
     mkw_label = view.measured_power_what.get(pc.point_id, "")
@@ -73,9 +74,12 @@ def _row(pc: PointCost, m: Measured, view: CostView) -> str:
         for basis in ("all", "role"):
             key = f"{kind}:{basis}"
             cells.append(_cell(pc.usd_per_mtok[key], "${:,.4g}", pc.labels[key]))
-    cells += [_cell(pc.tokens_per_usd["total"], "{:,.0f}"), _cell(pc.tok_per_s_per_mw, "{:,.0f}"),
-              _cell(pc.tok_per_s_per_measured_kw, "{:,.1f}", mkw_label), _cell(pc.energy_usd_per_mtok, "${:,.4g}"),
-              f"<td>{'yes' if pc.point_id in view.on_frontier else ''}</td>"]
+    cells += [_cell(pc.tokens_per_usd["total"], "{:,.0f}"), _cell(pc.tok_per_s_per_mw, "{:,.0f}")]
+    if mkw:
+        cells.append(_cell(pc.tok_per_s_per_measured_kw, "{:,.1f}", mkw_label, missing="not measured"))
+    if energy:
+        cells.append(_cell(pc.energy_usd_per_mtok, "${:,.4g}"))
+    cells.append(f"<td>{'yes' if pc.point_id in view.on_frontier else ''}</td>")
     return f"<tr>{''.join(cells)}</tr>"
 
 
@@ -142,8 +146,17 @@ def cost_section(data: Any) -> str:
         else:
             reasons = sorted({costs[(m.run_id, m.point_id)].cost().reason for s in arms for m in s.points})
             parts.append(f"<p>not priced: {_e('; '.join(reasons))}</p>")
-    rows = "".join(_row(costs[(m.run_id, m.point_id)], m, view) for m in sorted(mine, key=lambda m: (m.arm.label, m.conc)))
-    parts.append(f'<table id="cost-points">{_table_head(view)}{rows}</table>')
+    pcs = [costs[(m.run_id, m.point_id)] for m in mine]
+    mkw = any(pc.tok_per_s_per_measured_kw.value is not None for pc in pcs)
+    energy = any(pc.energy_usd_per_mtok.value is not None for pc in pcs)
+    rows = "".join(_row(costs[(m.run_id, m.point_id)], m, view, mkw, energy)
+                   for m in sorted(mine, key=lambda m: (m.arm.label, m.conc)))
+    parts.append(f'<table id="cost-points">{_table_head(view, mkw, energy)}{rows}</table>')
+    if not mkw:
+        parts.append("<p><small>tok/s per measured kW: not measured (no point of this run has valid power "
+                     "telemetry).</small></p>")
+    if not energy:
+        parts.append("<p><small>energy $/Mtok: not priced (the table gives no $/kWh for these SKUs).</small></p>")
     inv = "".join(_invariant(costs[(m.run_id, m.point_id)], m) for m in mine if costs[(m.run_id, m.point_id)].disagg)
     if inv:
         parts.append(f'<h3>Disaggregated deployments: both bases</h3><ul id="cost-disagg">{inv}</ul>')
