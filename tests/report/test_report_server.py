@@ -94,6 +94,10 @@ def test_index_lists_runs_and_pages_render(dashboard) -> None:
     assert status == 400
     status, body = get(dashboard.base_url + "/api/runs")
     assert status == 200 and '"pr-1234"' in body
+    status, body = get(dashboard.base_url + "/runs/pr-1234?tier=neocloud")
+    assert status == 200 and "Tier <b>neocloud</b>" in body
+    status, body = get(dashboard.base_url + "/runs/pr-1234?tier=spot")
+    assert status == 404 and "unknown tier 'spot'" in body
 
 
 def test_dashboard_is_read_only(dashboard) -> None:
