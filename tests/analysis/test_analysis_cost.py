@@ -394,3 +394,45 @@ def test_cli_compare_cost_and_cost_export(tmp_path: Path, monkeypatch: pytest.Mo
     pd = next(row for row in rows if row["point_id"] == "pd_c16")
     assert (pd["prefill_gpus"], pd["decode_gpus"], pd["usd_per_gpu_hour"]) == ("2", "6", "2.09")
     assert float(pd["usd_per_mtok_output_all"]) == pytest.approx(float(pd["usd_per_mtok_output_role"]) * 8 / 6)
+
+
+def test_infx_toml_can_move_the_cost_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INFX_WORKSPACE", str(tmp_path))
+    (tmp_path / "infx.toml").write_text('[paths]\ncost-model = "prices/table.yaml"\n')
+    (tmp_path / "prices").mkdir()
+    (tmp_path / "prices" / "table.yaml").write_text(_TABLE)
+    (tmp_path / "cost-model.yaml").write_text(_TABLE.replace("version: test-1", "version: ignored"))
+    assert load_cost_model().version == "test-1"
+
+
+@pytest.mark.parametrize("prefill,decode,total,output", [(1, 1, 100.0, 1.0), (3, 13, 5e4, 4.9e4), (8, 2, 7.0, 3.5),
+                                                        (16, 48, 123456.0, 2345.0)])
+def test_the_role_basis_always_adds_up_and_the_all_basis_never_does(table, prefill, decode, total,
+                                                                     output) -> None:  # type: ignore[no-untyped-def]
+    pc = point_cost(agg("b300-nv", total, output, 8, prefill_gpus=prefill, decode_gpus=decode), table, "neocloud",
+                    sku_of=SKU_OF)
+    cost_per_s = 2.52 * (prefill + decode) / 3600  # $/s of the whole deployment, by hand
+    role = (pc.cost("input", "role").value * (total - output) + pc.cost("output", "role").value * output) / 1e6
+    assert role == pytest.approx(cost_per_s, rel=1e-12)
+    assert pc.cost().value * total / 1e6 == pytest.approx(cost_per_s, rel=1e-12)  # type: ignore[operator]
+    every = (pc.cost("input", "all").value * (total - output) + pc.cost("output", "all").value * output) / 1e6
+    assert every == pytest.approx(2 * cost_per_s, rel=1e-12)
+
+
+def test_report_and_compare_refuse_a_bad_workspace_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from infx.cli import _register_all, app
+
+    _register_all()
+    results = tmp_path / "results"
+    _write_run(results)
+    monkeypatch.setenv("INFX_WORKSPACE", str(tmp_path))
+    bad = tmp_path / "cost-model.yaml"
+    bad.write_text(_TABLE.replace("retail: 1.78", "retail: cheap"))
+    for argv in (["report", str(results), "-o", str(tmp_path / "r.html")],
+                 ["compare", str(results), "--metric", "cost"]):
+        r = CliRunner().invoke(app, argv)
+        lines = [ln for ln in r.output.splitlines() if ln.strip()]
+        assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith(f"{bad}:12:"), r.output
+    assert not (tmp_path / "r.html").exists()
