@@ -82,7 +82,8 @@ def register(app: typer.Typer) -> None:
         arm: Annotated[str | None, typer.Option("--arm", help="With --baseline: only this arm.")] = None,
         per: Annotated[str, typer.Option("--per", help="Normalisation: node | gpu | server.")] = "node",
         metric: Annotated[str, typer.Option("--metric", help="total | output tokens per second, or energy: "
-                                                          "output tokens per joule (GPU energy, InferenceX rules).")] = "total",
+                                                          "output tokens per joule (GPU energy, InferenceX rules), "
+                                                          "or cost: tokens per $ (cost table; --tier, --basis).")] = "total",
         x: Annotated[str, typer.Option("--x", help="interactivity (median TPOT) | interactivity_p90.")] = "interactivity",
         at: Annotated[str | None, typer.Option("--at", help="Interactivity targets, e.g. 10,20,40 "
                                                               "(default: a ladder across the measured range).")] = None,
@@ -101,8 +102,8 @@ def register(app: typer.Typer) -> None:
         from infx.analysis.dataset import load_measured
         from infx.report.data import latest_run
 
-        for name, value, allowed in (("--per", per, ("node", "gpu", "server")),
-                                     ("--metric", metric, ("total", "output", "energy", "cost")), ("--basis", basis, ("all", "role")),
+        for name, value, allowed in (("--per", per, ("node", "gpu", "server")), ("--metric", metric, ("total", "output", "energy", "cost")),
+                                     ("--basis", basis, ("all", "role")),
                                      ("--x", x, ("interactivity", "interactivity_p90"))):
             if value not in allowed:
                 raise InfxError(Diagnostic(f"{name}: expected one of {', '.join(allowed)}, got {value!r}"))
