@@ -17,7 +17,8 @@ cost_app = typer.Typer(help="Cost per token: the price table (shipped, or the wo
 
 EXPORT_KEYS = ("run_id", "point_id", "sku", "tier", "disagg", "gpus", "prefill_gpus", "decode_gpus",
                "usd_per_gpu_hour", "usd_per_mtok_total", "usd_per_mtok_input_all", "usd_per_mtok_input_role",
-               "usd_per_mtok_output_all", "usd_per_mtok_output_role", "tokens_per_usd_total", "tok_per_s_per_mw",
+               "usd_per_mtok_output_all", "usd_per_mtok_output_role", "tokens_per_usd_total", "tokens_per_usd_input_all",
+               "tokens_per_usd_input_role", "tokens_per_usd_output_all", "tokens_per_usd_output_role", "tok_per_s_per_mw",
                "tok_per_s_per_measured_kw", "energy_usd_per_mtok", "on_cost_frontier", "not_priced")
 
 
@@ -91,7 +92,9 @@ def export(results: Annotated[Path | None, typer.Argument(help="Results director
         rows.append(dict(zip(EXPORT_KEYS, (
             pc.run_id, pc.point_id, pc.sku, pc.tier, pc.disagg, pc.gpus, pc.prefill_gpus, pc.decode_gpus,
             pc.usd_per_gpu_hour.value, v["total"].value, v["input:all"].value, v["input:role"].value,
-            v["output:all"].value, v["output:role"].value, pc.tokens_per_usd["total"].value, pc.tok_per_s_per_mw.value,
+            v["output:all"].value, v["output:role"].value,
+            *(pc.tokens_per_usd[k].value for k in ("total", "input:all", "input:role", "output:all", "output:role")),
+            pc.tok_per_s_per_mw.value,
             pc.tok_per_s_per_measured_kw.value, pc.energy_usd_per_mtok.value, pc.point_id in view.on_frontier,
             v["total"].reason or None))))
     if fmt == "json":

@@ -394,6 +394,8 @@ def test_cli_compare_cost_and_cost_export(tmp_path: Path, monkeypatch: pytest.Mo
     pd = next(row for row in rows if row["point_id"] == "pd_c16")
     assert (pd["prefill_gpus"], pd["decode_gpus"], pd["usd_per_gpu_hour"]) == ("2", "6", "2.09")
     assert float(pd["usd_per_mtok_output_all"]) == pytest.approx(float(pd["usd_per_mtok_output_role"]) * 8 / 6)
+    assert float(pd["tokens_per_usd_output_role"]) == pytest.approx(1e6 / float(pd["usd_per_mtok_output_role"]))
+    assert pd["not_priced"] == "" and pd["on_cost_frontier"] in ("True", "False")
 
 
 def test_infx_toml_can_move_the_cost_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
