@@ -33,6 +33,7 @@ _STAGE_CLIS = (
     "infx.evals.cli",      # eval
     "infx.results.cli",    # ingest
     "infx.report.cli",     # compare, report, serve
+    "infx.report.costcli", # cost show|export (the cost table, priced results)
     "infx.interop.cli",    # export --format inferencex (and ingest --format inferencex)
     "infx.demo",           # demo
 )

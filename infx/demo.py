@@ -56,14 +56,29 @@ def demo_request(results: Path, ready_timeout: float = 600.0,
     )
 
 
+def demo_cost_model() -> Path:
+    """The cost table of the demo's report: the workspace's ``cost-model.yaml`` when it has one, else the one the
+    demo ships (the ``infx init`` scaffold's: the shipped GPU table plus ILLUSTRATIVE prices for the ``cpu`` SKU)."""
+    from infx.workspace import SCAFFOLD_DIR, current
+
+    ws = current().cost_model_file
+    return ws if ws.is_file() else SCAFFOLD_DIR / "cost-model.yaml"
+
+
 def write_report(run_dir: Path) -> Path | None:
     """The results stage's HTML report, when it is installed; ``None`` otherwise."""
     try:
         from infx.report.build import write_report as results_write_report
     except ImportError:
         return None
+    from infx.analysis.costmodel import load_cost_model
+
     out = run_dir / "report.html"
-    results_write_report(run_dir.parent, out, run_id=run_dir.name)
+    cost = demo_cost_model()
+    model = load_cost_model(cost)
+    print(f"demo: prices from {cost}" + (" (illustrative: " + ", ".join(model.illustrative_skus) + ")"
+                                         if model.illustrative else ""), file=sys.stderr)
+    results_write_report(run_dir.parent, out, run_id=run_dir.name, cost_model=model)
     return out
 
 

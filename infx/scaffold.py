@@ -21,6 +21,7 @@ SCAFFOLD_FILES: dict[str, Path] = {
     "configs/cpu-master.yaml": SCAFFOLD_DIR / "configs" / "cpu-master.yaml",
     "configs/runners.yaml": SCAFFOLD_DIR / "configs" / "runners.yaml",
     "perf-changelog.yaml": SCAFFOLD_DIR / "perf-changelog.yaml",
+    "cost-model.yaml": SCAFFOLD_DIR / "cost-model.yaml",  # the shipped prices + illustrative cpu prices
     ".gitignore": SCAFFOLD_DIR / "gitignore",
     "recipes/tinyllama-cpu-vllm.yaml": BUILTIN_RECIPES_DIR / "tinyllama-cpu-vllm.yaml",
     "cards/models/tinyllama.yaml": BUILTIN_CARDS_DIR / "models" / "tinyllama.yaml",

@@ -51,6 +51,7 @@ class WorkspacePaths(BaseModel):
     changelog: str = "perf-changelog.yaml"
     results: str = "results"
     cache: str = ".infx"
+    cost_model: str = Field("cost-model.yaml", alias="cost-model")
 
 
 class WorkspaceFile(BaseModel):
@@ -103,6 +104,11 @@ class Workspace(BaseModel):
     @property
     def results_dir(self) -> Path:
         return self._at(self.paths.results)
+
+    @property
+    def cost_model_file(self) -> Path:
+        """The workspace's cost table (replaces the built-in ``infx/builtin/cost-model.yaml`` when present)."""
+        return self._at(self.paths.cost_model)
 
     @property
     def cache_dir(self) -> Path:

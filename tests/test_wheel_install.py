@@ -69,6 +69,10 @@ def test_init_then_validate_plan_preflight_dry_run(installed: Path, tmp_path: Pa
     dry = _run([infx, "run", "--config-keys", "tinyllama-bf16-cpu-vllm", "--dry-run"], ws)
     assert dry.returncode == 0, dry.stderr
     assert (ws / "results" / "tinyllama-bf16-cpu-vllm" / "plan.json").is_file()
+    cost = _run([infx, "cost", "show"], ws)  # the scaffold's cost table over the packaged one
+    assert cost.returncode == 0, cost.stderr
+    shown = " ".join(cost.stdout.split())  # rich wraps at the terminal width
+    assert "cpu (illustrative)" in shown and "laid over cost table inferencex-2026-07" in shown
 
 
 def test_a_catalog_repository_elsewhere(installed: Path, tmp_path: Path) -> None:

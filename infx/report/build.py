@@ -11,7 +11,8 @@ from infx.diagnostics import Diagnostic, warn
 
 def write_report(results: str | Path, output: str | Path, *, run_id: str | None = None,
                  baseline: str | None = None, png: bool = False, gpus_per_node: int | None = None,
-                 runners: str | Path | None = None) -> list[Path]:
+                 runners: str | Path | None = None, cost_model: object = None,
+                 cost_tier: str | None = None) -> list[Path]:
     """Ingest ``results`` (idempotent), render the run's self-contained report to ``output`` and,
     with ``png``, the main chart next to it (skipped with a warning when chromium is missing).
     Bad points are reported as warnings and left out. Returns the files written."""
@@ -32,7 +33,8 @@ def write_report(results: str | Path, output: str | Path, *, run_id: str | None 
         for d in rep.problems:
             warn(Diagnostic(d.message, d.file, d.line, d.col, d.path, "warning"))
         resolve = gpus_per_node_resolver(store, override=gpus_per_node, runners_path=runners)
-        data = load_report_data(store, run_id, baseline, gpus_per_node=resolve, results_root=root)
+        data = load_report_data(store, run_id, baseline, gpus_per_node=resolve, results_root=root,
+                                cost_model=cost_model, cost_tier=cost_tier)
     atomic.write_text(out, render_report(data))
     out.chmod(0o644)  # a report is meant to be shared (atomic writes create 0600 temp files)
     written = [out]

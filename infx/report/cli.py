@@ -17,6 +17,17 @@ BaselineOpt = Annotated[str | None, typer.Option("--baseline", help="Baseline ru
 GpnOpt = Annotated[int | None, typer.Option("--gpus-per-node", min=1,
                                                 help="GPUs per node for every runner (overrides the manifest).")]
 RunnersOpt = Annotated[Path | None, typer.Option("--runners", help="runners.yaml with gpus-per-node per runner.")]
+TierOpt = Annotated[str | None, typer.Option("--tier", help="Cost table price tier (default: the table's default "
+                                                             "tier; the workspace's cost-model.yaml, else infx's).")]
+
+
+def _cost_model(tier: str | None):  # type: ignore[no-untyped-def]
+    """The cost table (validated: a bad file is a FILE:LINE error, exit 2) with ``tier`` checked."""
+    from infx.analysis.costmodel import load_cost_model
+
+    model = load_cost_model()
+    model.tier(tier)
+    return model
 
 
 def _parse_targets(text: str | None) -> list[float] | None:
@@ -71,7 +82,8 @@ def register(app: typer.Typer) -> None:
         arm: Annotated[str | None, typer.Option("--arm", help="With --baseline: only this arm.")] = None,
         per: Annotated[str, typer.Option("--per", help="Normalisation: node | gpu | server.")] = "node",
         metric: Annotated[str, typer.Option("--metric", help="total | output tokens per second, or energy: "
-                                                          "output tokens per joule (GPU energy, InferenceX rules).")] = "total",
+                                                          "output tokens per joule (GPU energy, InferenceX rules), "
+                                                          "or cost: tokens per $ (cost table; --tier, --basis).")] = "total",
         x: Annotated[str, typer.Option("--x", help="interactivity (median TPOT) | interactivity_p90.")] = "interactivity",
         at: Annotated[str | None, typer.Option("--at", help="Interactivity targets, e.g. 10,20,40 "
                                                               "(default: a ladder across the measured range).")] = None,
@@ -81,17 +93,22 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
         agg_vs_disagg: Annotated[bool, typer.Option("--agg-vs-disagg", help="Aggregated against disaggregated "
                                                     "deployments of each workload at equal GPU count.")] = False,
+        tier: TierOpt = None,
+        basis: Annotated[str, typer.Option("--basis", help="--metric cost: input/output tokens on all GPUs of the "
+                                           "deployment (all) or on their role's GPUs (role).")] = "all",
     ) -> None:
         """Throughput ratio of two arms (or a run vs a baseline) at equal interactivity, read off step frontiers."""
         from infx.analysis.compare import compare_arms, compare_runs
         from infx.analysis.dataset import load_measured
         from infx.report.data import latest_run
 
-        for name, value, allowed in (("--per", per, ("node", "gpu", "server")), ("--metric", metric, ("total", "output", "energy")),
+        for name, value, allowed in (("--per", per, ("node", "gpu", "server")), ("--metric", metric, ("total", "output", "energy", "cost")),
+                                     ("--basis", basis, ("all", "role")),
                                      ("--x", x, ("interactivity", "interactivity_p90"))):
             if value not in allowed:
                 raise InfxError(Diagnostic(f"{name}: expected one of {', '.join(allowed)}, got {value!r}"))
         targets = _parse_targets(at)
+        cost_model = _cost_model(tier) if metric == "cost" else None
         store = _open_store(results_root(results), quiet=as_json)
         try:
             run_id = run or latest_run(store)
@@ -114,7 +131,12 @@ def register(app: typer.Typer) -> None:
                                             None if baseline else arm_b, baseline)
         finally:
             store.close()
-        if agg_vs_disagg:
+        if cost_model is not None:  # read-time pricing (infx.analysis.cost): tokens per $ at equal interactivity
+            from infx.analysis.cost import compare_cost
+
+            cs = compare_cost(measured, cost_model, run_id, baseline=baseline, a=arm_a, b=arm_b, arm=arm, tier=tier,
+                              basis=basis, x_metric=x, at=targets, ladder_points=ladder)  # type: ignore[arg-type]
+        elif agg_vs_disagg:
             from infx.analysis.aggdisagg import compare_agg_disagg
 
             cs = compare_agg_disagg(measured, run_id, x_metric=x, y_metric=metric, norm=per, at=targets,
@@ -151,12 +173,14 @@ def register(app: typer.Typer) -> None:
         png: Annotated[bool, typer.Option("--png", help="Also write the main chart as PNG (needs chromium).")] = False,
         gpus_per_node: GpnOpt = None,
         runners: RunnersOpt = None,
+        tier: TierOpt = None,
     ) -> None:
         """Write one self-contained HTML report (plotly inlined; opens offline)."""
         from infx.report.build import write_report
 
         for path in write_report(results_root(results), output, run_id=run, baseline=baseline, png=png,
-                                 gpus_per_node=gpus_per_node, runners=runners):
+                                 gpus_per_node=gpus_per_node, runners=runners, cost_model=_cost_model(tier),
+                                 cost_tier=tier):
             typer.echo(f"wrote {path}")
 
     @app.command("serve")

@@ -57,6 +57,7 @@ class ReportData:
     telemetry: list[Any] = field(default_factory=list)  # infx.report.telemetry.PointTelemetry, this run's points
     evals: list[EvalPoint] = field(default_factory=list)  # accuracy evals of this run (and the baseline)
     accuracy: list[AccuracyComparison] = field(default_factory=list)  # paired verdicts: arms, and vs baseline
+    cost: Any = None  # infx.analysis.cost.CostView: the cost table applied at read time (never stored)
 
     @property
     def per_node_known(self) -> bool:
@@ -93,7 +94,8 @@ def latest_run(store: Store) -> str:
 
 
 def load_report_data(store: Store, run_id: str | None = None, baseline: str | None = None, *,
-                     gpus_per_node: GpusPerNode | None = None, results_root: str | Path | None = None) -> ReportData:
+                     gpus_per_node: GpusPerNode | None = None, results_root: str | Path | None = None,
+                     cost_model: Any = None, cost_tier: str | None = None) -> ReportData:
     """Everything the report of ``run_id`` shows. With ``results_root``, per-request latency
     distributions are read from the points' ``records.jsonl.gz``."""
     run_id = run_id or latest_run(store)
@@ -145,6 +147,9 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
         from infx.analysis.aggdisagg import compare_agg_disagg
 
         data.agg_disagg_comparison = compare_agg_disagg(measured, run_id, norm=norm)
+    from infx.analysis.cost import load_cost_view
+
+    data.cost = load_cost_view(store, measured, runs, model=cost_model, tier=cost_tier)
     data.evals = load_evals(store, runs)
     data.accuracy = compare_arm_accuracy(store, data.evals, run_id, None, None)
     if baseline:

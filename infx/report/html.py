@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from infx.analysis.compare import Comparison, ComparisonSet
 from infx.analysis.dataset import NORM_UNITS, ArmSeries, series
 from infx.report import charts
+from infx.report.cost import cost_section
 from infx.report.data import ReportData
 from infx.results.layout import RunManifest
 
@@ -286,6 +287,7 @@ throughput measured at that interactivity or better. Per-node figures are per-se
 node (GPUs per node // GPUs per server), assuming replicas do not interfere.</p>
 {charts_html}
 {telemetry_section(data)}
+{cost_section(data)}
 <h2 id="accuracy">Accuracy</h2>
 {accuracy_section}
 <h2 id="comparisons">Comparisons</h2>

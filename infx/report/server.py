@@ -94,14 +94,15 @@ class Dashboard:
                 f"<style>{CSS}</style></head><body><main><h1>infx dashboard</h1>"
                 f"<p>{len(rows)} run(s) in {e(str(self.root))}</p>{table}<h2>Overlay</h2>{form}</main></body></html>")
 
-    def report_html(self, run_id: str, baseline: str | None) -> str:
+    def report_html(self, run_id: str, baseline: str | None, tier: str | None = None) -> str:
         from infx.analysis.dataset import gpus_per_node_resolver
         from infx.report.data import load_report_data
         from infx.report.html import render_report
 
         with self.lock:
             resolve = gpus_per_node_resolver(self.store, override=self.gpus_per_node)
-            data = load_report_data(self.store, run_id, baseline, gpus_per_node=resolve, results_root=self.root)
+            data = load_report_data(self.store, run_id, baseline, gpus_per_node=resolve, results_root=self.root,
+                                    cost_tier=tier)
         nav = '<nav><a href="/">&larr; all runs</a></nav>'
         return render_report(data, plotly_js="/static/plotly.min.js", nav=nav, files_url="/files")
 
@@ -174,7 +175,8 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
             check_name(run_id, "run id")
             if baseline is not None:
                 check_name(baseline, "run id")
-            text = await asyncio.get_running_loop().run_in_executor(None, dash.report_html, run_id, baseline)
+            tier = request.query.get("tier") or None  # cost table tier (infx.analysis.cost), read per request
+            text = await asyncio.get_running_loop().run_in_executor(None, dash.report_html, run_id, baseline, tier)
         except InfxError as exc:
             raise web.HTTPNotFound(text=str(exc)) from None
         return web.Response(text=text, content_type="text/html")

@@ -237,17 +237,20 @@ def register(app: typer.Typer) -> None:
         path: Optional[Path] = typer.Argument(None, help="A results directory or one run directory (default: "
                                               "the workspace's results/)."),
         as_json: bool = typer.Option(False, "--json"),
+        tier: Optional[str] = typer.Option(None, "--tier", help="Cost table tier of the $/Mtok column (default: "
+                                           "the table's default tier)."),
     ) -> None:
         """Per point: queued / running / done / failed / skipped / pending (results dir + squeue/sacct)."""
         from rich.console import Console
         from rich.table import Table
 
-        from infx.sweep.status import run_dirs, run_state
+        from infx.sweep.status import cost_cell, run_dirs, run_state
         from infx.workspace import current
 
         path = path or current().results_dir
 
-        states = [run_state(rd) for rd in run_dirs(path)]
+        cost = cost_cell(tier)
+        states = [run_state(rd, cost) for rd in run_dirs(path)]
         if as_json:
             print(json.dumps([{"run_id": s.run_id, "jobs": s.jobs, "counts": dict(s.counts()),
                                "points": [p.__dict__ for p in s.points]} for s in states], indent=2))
@@ -257,14 +260,16 @@ def register(app: typer.Typer) -> None:
             t = Table(title=f"run {s.run_id}: " + ", ".join(f"{n} {k}" for k, n in sorted(s.counts().items())))
             show_kv = any(p.kv for p in s.points)
             show_eval = any(p.eval for p in s.points)
+            show_cost = any(p.cost for p in s.points)
             for col in ("point", "conc", "state", *(("kv tokens predicted/logged",) if show_kv else ()),
-                        *(("eval",) if show_eval else ()), "reason"):
+                        *(("eval",) if show_eval else ()),
+                        *((f"$/Mtok ({getattr(cost, 'tier', '')})",) if show_cost else ()), "reason"):
                 t.add_column(col)
             colours = {"done": "green", "failed": "red", "skipped": "yellow", "running": "cyan", "queued": "blue"}
             for p in s.points:
                 c = colours.get(p.state, "white")
                 t.add_row(p.point_id, p.conc, f"[{c}]{p.state}[/{c}]", *((p.kv,) if show_kv else ()),
-                          *((p.eval,) if show_eval else ()), p.reason[:100])
+                          *((p.eval,) if show_eval else ()), *((p.cost,) if show_cost else ()), p.reason[:100])
             console.print(t)
             if s.jobs:
                 console.print("slurm jobs: " + ", ".join(f"{j} {st}" for j, st in sorted(s.jobs.items())))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.results.layout import MANIFEST, ResultsDir
@@ -24,6 +24,7 @@ class PointState:
     job: str | None = None
     kv: str = ""  # KV capacity predicted/logged at start-up, e.g. "1048576/98304 (mismatch)"
     eval: str = ""  # run-eval points: "pass 0.812 (>= 0.8)", "accuracy-fail 0.012 (< 0.8)", "failed: ...", "pending"
+    cost: str = ""  # done points: "$0.325/Mtok" in the cost table's tier (read time, infx.analysis.cost), or "not priced: ..."
 
 
 @dataclass
@@ -48,7 +49,7 @@ def run_dirs(path: str | Path) -> list[RunDir]:
     return [RunDir(p, r) for r in [*runs, *extra]]
 
 
-def run_state(rd: RunDir) -> RunState:
+def run_state(rd: RunDir, cost: Any = None) -> RunState:
     from infx.sweep import slurm
     from infx.sweep.driver import load_plan
 
@@ -88,7 +89,8 @@ def run_state(rd: RunDir) -> RunState:
         fp = group_of.get(pid)
         if st is not None and (fp is None or st.launch_fingerprint in (fp, None, "")):
             reason = f"{st.failure_class or ''} {st.reason}".strip() if st.state != "done" else ""
-            out.append(PointState(pid, st.state, conc, reason, kv=kv_text(st.startup), eval=ev))
+            out.append(PointState(pid, st.state, conc, reason, kv=kv_text(st.startup), eval=ev,
+                                  cost=cost(rd, pid, pf) if (cost is not None and st.state == "done" and pf) else ""))
             continue
         rec = records.get(fp) if fp else None
         qstate = slurm.group_queue_state(plan, fp, queue) if (plan is not None and fp) else None
@@ -144,3 +146,34 @@ def _may_be_alive(rec: GroupRecord) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def cost_cell(tier: str | None = None) -> Any:
+    """``(run dir, point id, point file) -> "$0.325/Mtok"`` in the workspace's cost table (``infx.analysis.cost``,
+    applied at read time); None, with a warning, when the table cannot be read (status still reports)."""
+    from infx.analysis.cost import inputs_of_result, point_cost, sku_resolver
+    from infx.analysis.costmodel import load_cost_model
+    from infx.diagnostics import warn
+
+    try:
+        model = load_cost_model()
+        sku_of = sku_resolver()
+    except InfxError as exc:
+        for d in exc.diagnostics:
+            warn(Diagnostic(d.message, d.file, d.line, d.col, d.path, "warning"))
+        return None
+    t = model.tier(tier)  # an unknown --tier is the caller's bad input (exit 2)
+
+    def cell(rd: RunDir, pid: str, pf: Any) -> str:
+        result = rd.read_result(pid)
+        if result is None:
+            return ""
+        manifest = rd.read_manifest()
+        runner = str(pf.point.get("runner", ""))
+        gpn = manifest.gpus_per_node.get(runner) if manifest is not None else None
+        pc = point_cost(inputs_of_result(pf.point, result, gpn), model, t, sku_of=sku_of)
+        v = pc.cost()
+        return f"${v.value:,.4g}/Mtok" if v.value is not None else f"not priced: {v.reason}"[:60]
+
+    cell.tier = t  # type: ignore[attr-defined]
+    return cell

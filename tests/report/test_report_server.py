@@ -78,6 +78,8 @@ def test_index_lists_runs_and_pages_render(dashboard) -> None:
     status, body = get(dashboard.base_url + "/runs/pr-1234?baseline=baseline")
     assert status == 200 and 'id="chart-main"' in body and 'id="baseline-comparison"' in body
     assert '<script src="/static/plotly.min.js">' in body
+    # cost views, priced when the page is read with the shipped table (the store holds no price)
+    assert 'id="cost-points"' in body and "cost table inferencex-2026-07" in body and 'id="cost-0"' in body
     log = "/files/pr-1234/points/dsv41flash_tp2_conc256_kvnone_spec-mtp/engine.log"
     assert f'href="{log}"' in body  # each point links its files
     status, text = get(dashboard.base_url + log)
@@ -92,6 +94,10 @@ def test_index_lists_runs_and_pages_render(dashboard) -> None:
     assert status == 400
     status, body = get(dashboard.base_url + "/api/runs")
     assert status == 200 and '"pr-1234"' in body
+    status, body = get(dashboard.base_url + "/runs/pr-1234?tier=neocloud")
+    assert status == 200 and "Tier <b>neocloud</b>" in body
+    status, body = get(dashboard.base_url + "/runs/pr-1234?tier=spot")
+    assert status == 404 and "unknown tier 'spot'" in body
 
 
 def test_dashboard_is_read_only(dashboard) -> None:
@@ -112,6 +118,7 @@ def test_dashboard_in_headless_chromium(dashboard, tmp_path: Path) -> None:
     assert 'id="chart-main"' in dom and "main-svg" in dom
     assert 'id="points-table"' in dom and "dsv41flash_tp2_conc8_kvnone_spec-mtp" in dom
     assert "UNOFFICIAL RUN" in dom
+    assert 'id="cost-0"' in dom and dom.count("main-svg") >= 2 and 'id="cost-points"' in dom  # the cost frontier
     # kept for CI artifacts / the README (.infx/ is git-ignored)
     shot = Path(os.environ.get("INFX_ARTIFACTS", ".infx/artifacts")) / "dashboard.png"
     shot.parent.mkdir(parents=True, exist_ok=True)
