@@ -41,6 +41,8 @@ class NodeFacts:
 
     gpus_per_node: int
     available_dram_bytes: int
+    nodes: int | None = None  # compute nodes of the fleet (runners.yaml hardware.<fleet>.nodes), None: unknown
+    nodes_source: str | None = None  # the hardware key that gave them
 
 
 def table_on_host(table: Table, settings: EngineSettings) -> tuple[bool, str]:
