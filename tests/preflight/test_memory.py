@@ -144,7 +144,7 @@ def test_missing_card_warns_not_fails(seed_points, cards, runners):
     p = seed_points[0]
     empty = CardSet(models={}, hardware=cards.hardware)
     v = preflight_points([p], cards=empty, runners=runners, launches={p.point_id: hand_launch(p)})[0]
-    assert v.check("memory").status == "warn" and "no model card" in v.check("memory").message
+    assert v.check("memory").status == "warn" and "memory unverifiable: no card for 'dsv41flash'" in v.check("memory").message
 
 
 def test_options_default_fanout_and_runtime_override(seed_points, cards, runners):
