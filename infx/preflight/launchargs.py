@@ -129,16 +129,24 @@ class EngineSettings:
     options: dict[str, Any] = field(default_factory=dict)  # TRT-LLM's extra options YAML ({} for other engines)
 
     @property
+    def dp_within_tp(self) -> bool:
+        """Attention data parallelism inside the TP group (SGLang, TRT-LLM, ATOM's --enable-dp-attention),
+        as opposed to vLLM's data-parallel ranks of TP GPUs each."""
+        return bool(self.dp_attention.value) and (self.engine != "vllm" or self.dp_attention.name == "enable-dp-attention")
+
+    @property
     def gpus(self) -> int:
         """GPUs one server of this launch occupies."""
         n = max(int(self.tp.value or 1), 1) * max(int(self.pp.value or 1), 1)
-        return n * max(int(self.dp.value or 1), 1) if self.engine == "vllm" else n
+        if self.engine == "vllm" and not self.dp_within_tp:
+            n *= max(int(self.dp.value or 1), 1)
+        return n
 
     @property
     def attention_tp(self) -> int:
         """The TP size attention (and the dense, non-expert weights) is split over."""
         tp = max(int(self.tp.value or 1), 1)
-        if self.engine == "vllm" or not self.dp_attention.value:
+        if not self.dp_within_tp:
             return tp
         if self.engine == "trt":
             return 1
@@ -147,9 +155,9 @@ class EngineSettings:
     @property
     def attention_replicas(self) -> int:
         """KV-cache pools per server: one per attention data-parallel rank."""
-        if self.engine == "vllm":
+        if self.engine == "vllm" and not self.dp_within_tp:
             return max(int(self.dp.value or 1), 1)
-        if not self.dp_attention.value:
+        if not self.dp_within_tp:
             return 1
         return max(int(self.tp.value or 1), 1) // self.attention_tp
 
@@ -314,6 +322,9 @@ def engine_settings(
             kvb = Setting(None, "unknown")
         dp = _pick(_int(args, "data-parallel-size"), 1)
         dpa = Setting(int(dp.value) > 1, dp.source, dp.name)
+        if args.get("enable-dp-attention") is True:  # ATOM (vLLM-style server): attention DP over the TP ranks
+            dp = Setting(int(tp.value or 1), "argv", "enable-dp-attention")
+            dpa = Setting(True, "argv", "enable-dp-attention")
         if args.get("enable-expert-parallel") is True:
             epn = Setting(int(tp.value or 1) * int(dp.value or 1), "argv", "enable-expert-parallel")
         else:

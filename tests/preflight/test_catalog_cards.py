@@ -152,3 +152,26 @@ def test_catalog_rows_get_a_verdict_with_a_reason(compat: Path, cards) -> None: 
         mem = [c for c in v.checks if c.name.startswith("memory:")]
         assert mem and not any("unverifiable" in c.message for c in mem), v.exp_name
         assert all(c.details["memory"]["gpu"] for c in mem if c.status == "fail"), v.exp_name
+
+
+def test_atom_and_trt_dp_attention_read_like_sglang(compat: Path, cards) -> None:  # type: ignore[no-untyped-def]
+    """ATOM's vLLM-style server takes -tp N --enable-dp-attention (attention DP over the TP ranks, not
+    N x N GPUs); TRT-LLM's enable_attention_dp in its options YAML does the same."""
+    p = _point(compat, "dsv4-fp4-mi355x-atom")
+    total = cards.models["dsv4"].weights.total_bytes("fp4", p.model)
+    argv = ["python3", "-m", "atom.entrypoints.openai_server", "--model", p.model, "-tp", "8", "--enable-expert-parallel",
+            "--enable-dp-attention", "--kv-cache-dtype", "fp8", "--max-num-batched-tokens", "16384", "--max-model-len", "9472"]
+    s, m = _memory(p, "atom", argv, cards, "mi355x")
+    assert (s.gpus, s.attention_tp, s.attention_replicas) == (8, 1, 8)
+    attn, expert = int(total * 0.03), int(total * 0.97)
+    assert _weights(m) == attn + (total - expert - attn) // 8 + expert // 8
+    t = _point(compat, "dsr1-fp4-b200-trt")
+    opts = "enable_attention_dp: true\nkv_cache_config:\n  dtype: fp8\n  free_gpu_memory_fraction: 0.8\n"
+    hw = cards.hardware["b200"]
+    s = engine_settings("trt", ["trtllm-serve", t.model, "--tp_size", "8", "--ep_size", "8",
+                                "--extra_llm_api_options", "cfg.yaml"], {}, capacity_bytes=hw.memory, files={"cfg.yaml": opts})
+    assert (s.gpus, s.attention_tp, s.attention_replicas, s.expert_parallel.value) == (8, 1, 8, 8)
+    m = check_memory(t, s, cards.model_for("dsr1"), hw, None)
+    ckpt = cards.models["dsr1"].weights.total_bytes("fp4", t.model)
+    a2, e2 = int(ckpt * 0.022), int(ckpt * 0.92)  # the NVFP4 checkpoint's own expert share
+    assert _weights(m) == a2 + (ckpt - e2 - a2) // 8 + e2 // 8
