@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from infx.preflight.units import gb, gib
-from infx.preflight.verdict import MemoryReport, PointVerdict
+from infx.preflight.verdict import MemoryReport, PointVerdict, worst
 
 STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
@@ -152,6 +152,21 @@ def verdict_table(verdicts: Sequence[PointVerdict], limit: int = 40) -> Table:
     return t
 
 
+def memory_coverage(verdicts: Sequence[PointVerdict]) -> dict[str, int]:
+    """Rows by memory verdict: ``ok``/``warn``/``fail`` (checked, single server or every role), ``unverifiable``
+    (no model or hardware card), ``not checked`` (no launch to read, or the check does not apply)."""
+    out = {"ok": 0, "warn": 0, "fail": 0, "unverifiable": 0, "not checked": 0}
+    for v in verdicts:
+        mem = [c for c in v.checks if (c.name == "memory" or c.name.startswith("memory:")) and c.status != "skip"]
+        if not mem:
+            out["not checked"] += 1
+        elif any("memory unverifiable" in c.message for c in mem):
+            out["unverifiable"] += 1
+        else:
+            out[worst([c.status for c in mem])] += 1
+    return out
+
+
 def print_report(verdicts: Sequence[PointVerdict], console: Console | None = None, *, details: bool = True) -> None:
     console = console or Console()
     if details:
@@ -159,6 +174,10 @@ def print_report(verdicts: Sequence[PointVerdict], console: Console | None = Non
             console.print(point_panel(v))
     console.print(summary_table(verdicts))
     console.print(verdict_table(verdicts))
+    mc = memory_coverage(verdicts)
+    checked = mc["ok"] + mc["warn"] + mc["fail"]
+    console.print(f"memory: {checked} of {len(verdicts)} rows checked ({mc['ok']} ok, {mc['warn']} warn, {mc['fail']} fail), "
+                  f"{mc['unverifiable']} unverifiable (no card), {mc['not checked']} not checked (no launch to read)")
     n = {s: sum(1 for v in verdicts if v.status == s) for s in ("ok", "warn", "fail")}
     console.print(f"{len(verdicts)} points: {n['ok']} ok, {n['warn']} warn, {n['fail']} fail"
                   + ("  (* = estimate)" if any(v.memory and any(x.estimate for x in v.memory.gpu + v.memory.host) for v in verdicts) else ""))

@@ -65,3 +65,9 @@ def test_whole_catalog_json_one_record_per_row_and_table(compat: Path, tmp_path:
     total = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "warn", "fail")}
     assert f"verdicts: 1820 rows = {total['ok']} ok, {total['warn']} warn, {total['fail']} fail" in text
     assert "capacity unknown" in text
+    from infx.preflight.report import memory_coverage
+    from infx.preflight.verdict import PointVerdict as PV
+
+    mc = memory_coverage([PV.model_validate({k: v for k, v in r.items() if k != "reason"}) for r in rows])
+    assert mc["unverifiable"] == 0 and mc["ok"] + mc["warn"] + mc["fail"] >= 476  # every family has a card now
+    assert f"memory: {mc['ok'] + mc['warn'] + mc['fail']} of 1820 rows checked" in text
