@@ -260,7 +260,9 @@ class Buffer(Provenance):
 
 
 class Draft(Provenance):
-    """Speculative-decoding draft weights for one method (``mtp``, ``eagle``, ...)."""
+    """Speculative-decoding draft weights for one method (``mtp``, ``eagle``, ...). With ``in-checkpoint``
+    the bytes are part of the checkpoint's and are loaded only when the launch decodes speculatively: a
+    launch without it holds the checkpoint less these bytes (DeepSeek's MTP layer)."""
 
     bytes: ByteSize = 0
     in_checkpoint: bool = False

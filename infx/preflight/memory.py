@@ -153,7 +153,11 @@ def check_memory(
     # embeddings, dense layers, shared experts) split over the attention TP x PP; routed experts
     # over every GPU of the server (EP, or TP inside each expert).
     in_ckpt_tables = sum(t.total for t in card.tables if t.in_checkpoint)
-    base = total - in_ckpt_tables
+    spec_on = (point.spec_decoding not in (None, "", "none")) or int(settings.spec_tokens.value or 0) > 0
+    unloaded = 0 if spec_on else sum(d.bytes for d in card.speculative.values() if d.in_checkpoint and d.bytes)
+    if unloaded:
+        findings.append(f"draft layers in the checkpoint ({gb(unloaded)}) are not loaded: the launch does not decode speculatively")
+    base = total - in_ckpt_tables - unloaded
     where = "host" if cpu else "gpu"
     attn_tp = settings.attention_tp
     server_gpus = settings.gpus
@@ -185,6 +189,8 @@ def check_memory(
         estimate = total_estimate
     if in_ckpt_tables:
         note += f" (checkpoint {gb(total)} less in-checkpoint tables)"
+    if unloaded:
+        note += f" (less {gb(unloaded)} of unloaded draft layers)"
     (host if cpu else gpu).append(MemoryLine(component="weights", bytes=per_gpu, where=where, estimate=estimate, note=note))
     # Tables, where the launched argv puts them.
     for t in card.tables:

@@ -82,11 +82,17 @@ def _weights(m) -> int:  # type: ignore[no-untyped-def]
     return next(x.bytes for x in m.gpu if x.component == "weights")
 
 
+def _resident(cards, prefix: str, precision: str, model: str) -> int:  # type: ignore[no-untyped-def]
+    """Checkpoint bytes less the MTP layer, which a launch without speculative decoding never loads."""
+    card = cards.models[prefix]
+    return card.weights.total_bytes(precision, model) - card.speculative["mtp"].bytes
+
+
 def test_sglang_tp_and_dp_attention_on_dsr1_fp8(compat: Path, cards) -> None:  # type: ignore[no-untyped-def]
     p = _point(compat, "dsr1-fp8-h200-sglang")
     card = cards.models["dsr1"]
-    total = card.weights.total_bytes("fp8", p.model)
-    assert total == int(688.6 * GB)
+    assert card.weights.total_bytes("fp8", p.model) == int(688.6 * GB)
+    total = _resident(cards, "dsr1", "fp8", p.model)
     base = ["python3", "-m", "sglang.launch_server", "--model-path", p.model, "--tp", "8", "--kv-cache-dtype", "fp8_e4m3",
             "--context-length", "9472", "--mem-fraction-static", "0.82"]
     s, m = _memory(p, "sglang", base, cards, "h200")
@@ -100,11 +106,15 @@ def test_sglang_tp_and_dp_attention_on_dsr1_fp8(compat: Path, cards) -> None:  #
     expert = int(total * 0.95)
     assert _weights(m) == attn + (total - expert - attn) // 8 + expert // 8
     assert any("x 8 ranks" in f for f in m.findings) and m.seqs_fit == pytest.approx(m.kv_tokens * 8 / (p.isl + p.osl))
+    # With MTP decoding the draft layer is loaded: the whole checkpoint counts.
+    spec = ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3", "--speculative-num-draft-tokens", "4"]
+    s, m = _memory(p, "sglang", base + spec, cards, "h200")
+    assert _weights(m) == card.weights.total_bytes("fp8", p.model) // 8
 
 
 def test_vllm_data_parallel_expert_parallel_on_dsv4(compat: Path, cards) -> None:  # type: ignore[no-untyped-def]
     p = _point(compat, "dsv4-fp4-b200-vllm")
-    total = cards.models["dsv4"].weights.total_bytes("fp4", p.model)
+    total = _resident(cards, "dsv4", "fp4", p.model)
     argv = ["vllm", "serve", p.model, "--tensor-parallel-size", "1", "--data-parallel-size", "8", "--enable-expert-parallel",
             "--kv-cache-dtype", "fp8", "--max-model-len", "9472", "--max-num-batched-tokens", "8192"]
     s, m = _memory(p, "vllm", argv, cards, "b200")
@@ -125,7 +135,7 @@ def test_hybrid_attention_kv_and_a_genuine_failure(compat: Path, cards) -> None:
     s, m = _memory(p, "sglang", ["python3", "-m", "sglang.launch_server", "--tp", "8"], cards, "h100")
     # 15 full-attention layers x 2 KV heads (ceil(2/8) = 1 per rank) x 256 x K and V x BF16
     assert m.kv_bytes_per_token == 15 * 2 * 1 * 256 * 2
-    assert _weights(m) == int(405 * GB) // 8
+    assert _weights(m) == int(405 * GB - 4.5 * GB) // 8
     # Kimi-K3 (1.49 TB) on 8 x H200 at TP 8: 186 GB of weights per GPU against 141 GB -> fail with the breakdown.
     k = _point(compat, "kimik3-fp4-h200-vllm-agentic")
     s, m = _memory(k, "vllm", ["vllm", "serve", k.model, "--tensor-parallel-size", "8", "--max-model-len", "131072"], cards, "h200")
@@ -158,7 +168,7 @@ def test_atom_and_trt_dp_attention_read_like_sglang(compat: Path, cards) -> None
     """ATOM's vLLM-style server takes -tp N --enable-dp-attention (attention DP over the TP ranks, not
     N x N GPUs); TRT-LLM's enable_attention_dp in its options YAML does the same."""
     p = _point(compat, "dsv4-fp4-mi355x-atom")
-    total = cards.models["dsv4"].weights.total_bytes("fp4", p.model)
+    total = _resident(cards, "dsv4", "fp4", p.model)
     argv = ["python3", "-m", "atom.entrypoints.openai_server", "--model", p.model, "-tp", "8", "--enable-expert-parallel",
             "--enable-dp-attention", "--kv-cache-dtype", "fp8", "--max-num-batched-tokens", "16384", "--max-model-len", "9472"]
     s, m = _memory(p, "atom", argv, cards, "mi355x")
@@ -172,6 +182,6 @@ def test_atom_and_trt_dp_attention_read_like_sglang(compat: Path, cards) -> None
                                 "--extra_llm_api_options", "cfg.yaml"], {}, capacity_bytes=hw.memory, files={"cfg.yaml": opts})
     assert (s.gpus, s.attention_tp, s.attention_replicas, s.expert_parallel.value) == (8, 1, 8, 8)
     m = check_memory(t, s, cards.model_for("dsr1"), hw, None)
-    ckpt = cards.models["dsr1"].weights.total_bytes("fp4", t.model)
+    ckpt = _resident(cards, "dsr1", "fp4", t.model)
     a2, e2 = int(ckpt * 0.022), int(ckpt * 0.92)  # the NVFP4 checkpoint's own expert share
     assert _weights(m) == a2 + (ckpt - e2 - a2) // 8 + e2 // 8
