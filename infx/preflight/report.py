@@ -68,11 +68,22 @@ def point_panel(v: PointVerdict) -> Group:
     for c in v.checks:
         t.add_row(c.name, _status(c.status), c.message)
     parts: list = [head, t]
-    if v.memory is not None and (v.memory.gpu or v.memory.host):
-        parts.append(memory_table(v.memory))
-        findings = [f for f in v.memory.findings]
-        if findings:
-            parts.append(Text("\n".join("  - " + f for f in findings), style="dim"))
+    reports: list[tuple[str, MemoryReport]] = []
+    if v.memory is not None:
+        reports.append(("", v.memory))
+    for c in v.checks:  # a deployment: one breakdown per worker role
+        raw = c.details.get("memory") if c.name.startswith("memory:") else None
+        if isinstance(raw, dict):
+            reports.append((c.name.split(":", 1)[1], MemoryReport.model_validate(raw)))
+    for role, m in reports:
+        if not (m.gpu or m.host):
+            continue
+        table = memory_table(m)
+        if role:
+            table.title = f"{role}: {table.title}"
+        parts.append(table)
+        if m.findings:
+            parts.append(Text("\n".join("  - " + f for f in m.findings), style="dim"))
     parts.append(Text(""))
     return Group(*parts)
 

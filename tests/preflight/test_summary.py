@@ -71,3 +71,19 @@ def test_whole_catalog_json_one_record_per_row_and_table(compat: Path, tmp_path:
     mc = memory_coverage([PV.model_validate({k: v for k, v in r.items() if k != "reason"}) for r in rows])
     assert mc["unverifiable"] == 0 and mc["ok"] + mc["warn"] + mc["fail"] >= 476  # every family has a card now
     assert f"memory: {mc['ok'] + mc['warn'] + mc['fail']} of 1820 rows checked" in text
+
+
+def test_deployment_rows_print_a_breakdown_per_role(compat: Path) -> None:
+    from infx.catalog import load_runners
+    from infx.engines.disagg.render import render_deployment
+    from infx.matrix.select import select_points
+    from infx.preflight.gate import preflight_points
+
+    (p, *_) = select_points([str(compat / "nvidia-master.yaml")], str(compat / "runners.yaml"),
+                            ["dsr1-fp4-b200-dynamo-trt"], evals="none", conc=None)
+    (v,) = preflight_points([p], runners=load_runners(compat / "runners.yaml"), launches={p.point_id: render_deployment(p)})
+    out = io.StringIO()
+    print_report([v], Console(file=out, width=220), details=True)
+    text = out.getvalue()
+    assert "prefill: memory (per GPU, b200 180.0 GB)" in text and "decode: memory (per GPU, b200 180.0 GB)" in text
+    assert "routed experts" in text or "weights" in text
