@@ -83,3 +83,30 @@ def test_real_runners_yaml_gives_no_capacity_failure(compat: Path) -> None:
     verdicts = preflight_points(points, runners=runners, launches={p.point_id: render_deployment(p) for p in points})
     caps = [v.check("capacity") for v in verdicts]
     assert caps and all(c is not None and c.status == "warn" and "capacity unknown" in c.message for c in caps)
+
+
+def test_runners_yaml_nodes_extension(compat: Path, tmp_path: Path) -> None:
+    """hardware.<fleet>.nodes in a runners.yaml file: a count that fits passes, a bad value is FILE:LINE."""
+    import pytest
+
+    from infx.catalog import load_runners
+    from infx.diagnostics import InfxError
+
+    text = (compat / "runners.yaml").read_text()
+    assert "  cluster:gb200-nv:\n    available-cpu-dram-mib: 860_160\n    gpus-per-node: 4\n" in text
+    good = tmp_path / "runners.yaml"
+    good.write_text(text.replace("  cluster:gb200-nv:\n    available-cpu-dram-mib: 860_160\n    gpus-per-node: 4\n",
+                                 "  cluster:gb200-nv:\n    available-cpu-dram-mib: 860_160\n    gpus-per-node: 4\n    nodes: 18\n"))
+    runners = load_runners(good)
+    points = select_points([str(compat / "nvidia-master.yaml")], str(good), ["dsv4-fp4-gb200-dynamo-vllm*"],
+                           evals="none", conc=None)
+    verdicts = preflight_points(points, runners=runners, launches={p.point_id: render_deployment(p) for p in points})
+    caps = [v.check("capacity") for v in verdicts]
+    assert caps and {c.status for c in caps if c} <= {"ok", "fail"}
+    assert any(c and c.status == "ok" and "of 18 (cluster:gb200-nv.nodes)" in c.message for c in caps)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(good.read_text().replace("    nodes: 18\n", "    nodes: 0\n"))
+    with pytest.raises(InfxError) as exc:
+        load_runners(bad)
+    d = exc.value.diagnostics[0]
+    assert d.file == str(bad) and d.line and "nodes" in str(d)
