@@ -74,6 +74,15 @@ def kv_dtype_bytes(card: ModelCard, settings: EngineSettings) -> float:
     return DTYPE_BYTES[card.dtype]
 
 
+_DTYPE_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
+                  "fp8": "fp8_e4m3"}  # the engines' plain "fp8" KV cache is E4M3
+
+
+def _dtype_family(name: str) -> str:
+    """One spelling per KV dtype: ``bfloat16`` == ``bf16``, ``fp8`` == ``fp8_e4m3`` (E5M2 stays distinct)."""
+    return _DTYPE_ALIASES.get(name.lower(), name.lower())
+
+
 def buffer_bytes(b: Buffer, settings: EngineSettings, conc: int) -> tuple[float, str]:
     """Bytes of one buffer on one GPU and how they were computed. LookupError(name) when the
     launch leaves a quantity the formula needs unset."""
@@ -242,7 +251,7 @@ def check_memory(
                                              note=RUNTIME_OVERHEAD_NOTE if not cpu else "Python + torch + engine process (estimate)"))
 
     kv_name = str(settings.kv_cache_dtype.value or "auto").lower()
-    if card.kv_dtypes and kv_name not in [d.lower() for d in card.kv_dtypes]:
+    if card.kv_dtypes and _dtype_family(kv_name) not in {_dtype_family(d) for d in card.kv_dtypes}:
         status = "warn"
         findings.problem(f"KV cache dtype '{kv_name}' ({settings.kv_cache_dtype.describe()}) is not among the model card's "
                          f"KV dtype options ({', '.join(card.kv_dtypes)})")
