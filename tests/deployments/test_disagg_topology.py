@@ -71,8 +71,6 @@ def test_decode_zero_on_the_cpu_connector_deployment_is_rejected_at_render(tmp_p
 def test_fleet_capacity_comes_from_the_nodes_fact_not_runner_names(tmp_path: Path) -> None:
     """A fleet label listing one runner name is not a one-node fleet: without 'nodes' nothing is judged at
     validate time; with 'nodes' a worker larger than the whole fleet is a FILE:LINE error."""
-
-
     f = tmp_path / "m.yaml"
     f.write_text(ENTRY.format(pn=1, ptp=16, dn=1).replace("runner: local", "runner: fleet"))
     runners = tmp_path / "runners.yaml"
