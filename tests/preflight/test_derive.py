@@ -120,3 +120,46 @@ def test_cli_writes_the_workspace_card_and_bad_input_names_the_file(tmp_path: Pa
         assert "num_hidden_layers" in str(exc.value.diagnostics[0])
     finally:
         set_override(None)
+
+
+@pytest.mark.parametrize("family, cfg, attention, moe", [
+    ("kimik2.6", {"architectures": ["KimiK25ForConditionalGeneration"], "text_config": {
+        "model_type": "kimi_k2", "hidden_size": 7168, "num_hidden_layers": 61, "num_attention_heads": 64,
+        "kv_lora_rank": 512, "qk_rope_head_dim": 64, "n_routed_experts": 384, "num_experts_per_tok": 8,
+        "n_shared_experts": 1, "moe_intermediate_size": 2048, "first_k_dense_replace": 1, "vocab_size": 163840,
+        "max_position_embeddings": 262144}}, ("mla", 61, None), (384, 8, 1)),
+    ("glm5.2", {"architectures": ["GlmMoeDsaForCausalLM"], "model_type": "glm_moe_dsa", "hidden_size": 6144,
+                "num_hidden_layers": 78, "num_attention_heads": 64, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+                "n_routed_experts": 256, "num_experts_per_tok": 8, "n_shared_experts": 1, "moe_intermediate_size": 2048,
+                "first_k_dense_replace": 3, "vocab_size": 154880, "max_position_embeddings": 1048576,
+                "num_nextn_predict_layers": 1}, ("mla", 78, None), (256, 8, 1)),
+    ("minimaxm3", {"architectures": ["MiniMaxM3SparseForConditionalGeneration"], "text_config": {
+        "hidden_size": 3072, "num_hidden_layers": 62, "num_attention_heads": 64, "num_key_value_heads": 4,
+        "head_dim": 128, "num_local_experts": 128, "num_experts_per_tok": 4, "shared_intermediate_size": 1536,
+        "n_shared_experts": 1, "moe_intermediate_size": 1536, "vocab_size": 200064, "max_position_embeddings": 1048576}},
+     ("gqa", 62, None), (128, 4, 1)),
+    ("kimik3", {"model_type": "kimi_k3", "hidden_size": 7168, "num_hidden_layers": 64, "num_attention_heads": 64,
+                "kv_lora_rank": 512, "qk_rope_head_dim": 64, "num_experts": 896, "num_experts_per_token": 16,
+                "num_shared_experts": 1, "moe_intermediate_size": 1024, "vocab_size": 163840,
+                "linear_attn_config": {"full_attn_layers": list(range(3, 64, 4)), "kda_layers": []}},
+     ("mla", 64, 16), (896, 16, 1)),
+])
+def test_family_shaped_configs(tmp_path: Path, family: str, cfg: dict, attention: tuple, moe: tuple) -> None:  # type: ignore[type-arg]
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    card = derive_card(tmp_path, prefix=family)
+    a = card.attention
+    assert a is not None and (a.kind, a.layers, a.kv_layers) == attention
+    m = card.moe
+    assert m is not None and (m.experts, m.experts_per_token, m.shared_experts) == moe and m.estimate
+    assert card.weights.estimate and card.weights.parameters  # no index, no shards: parameters from the config
+
+
+def test_deepseek_v4_compressed_attention_is_left_for_a_hand_figure(tmp_path: Path) -> None:
+    cfg = {"model_type": "deepseek_v4", "hidden_size": 7168, "num_hidden_layers": 61, "num_attention_heads": 128,
+           "num_key_value_heads": 1, "head_dim": 512, "compress_ratios": [0, 0, 4, 128], "n_routed_experts": 384,
+           "num_experts_per_tok": 6, "n_shared_experts": 1, "moe_intermediate_size": 3072, "vocab_size": 129280,
+           "max_position_embeddings": 1048576}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    card = derive_card(tmp_path, prefix="dsv4x")
+    assert card.attention is None and card.note and "bytes-per-token" in card.note
+    assert card.moe is not None and card.moe.experts == 384
