@@ -17,6 +17,10 @@ class HardwareFacts(BaseModel):
 
     available_cpu_dram_mib: Annotated[StrictInt, Field(gt=0)] = Field(alias="available-cpu-dram-mib")
     gpus_per_node: Annotated[StrictInt, Field(gt=0)] = Field(alias="gpus-per-node")
+    # infx extension: compute nodes a job on this fleet can be given (the names under a runner label
+    # are GitHub runners / login nodes that submit Slurm jobs, not compute nodes, so they are never
+    # counted). Absent: the deployment-size check says capacity is unknown.
+    nodes: Annotated[StrictInt, Field(gt=0)] | None = None
 
 
 class RunnerConfig(BaseModel):

@@ -1,9 +1,9 @@
 """Deployment topologies checked against the runner fleet (issue 15), reported at the entry's FILE:LINE.
 
 A worker of a multinode row (``tp x pp x pcp`` GPUs) on a single-node runner (the local CPU runner) must fit
-that node's ``gpus-per-node``; a larger worker can never start. Fleets of several nodes are judged by
-preflight's capacity check (runners.yaml often lists only a sample of a fleet's nodes), runners without
-hardware facts are not checked. Entry-local rules (both worker pools empty) are in
+that node's ``gpus-per-node``; a larger worker can never start. A fleet is judged only when runners.yaml gives
+its compute nodes (``hardware.<fleet>.nodes``): the names under a label are GitHub runners, not nodes. Runners
+without hardware facts are not checked. Entry-local rules (both worker pools empty) are in
 :mod:`infx.catalog.rules`.
 """
 
@@ -27,10 +27,14 @@ def capacity_problems(catalog: Any, runners: Any) -> list[Diagnostic]:
         if not getattr(entry, "multinode", False):
             continue
         facts = runners.hardware.get(entry.runner)
-        nodes = runners.labels.get(entry.runner)
-        if facts is None or not nodes or len(nodes) != 1:
-            continue  # runners.yaml files list a sample of a big fleet's nodes: preflight's capacity check judges those
-        capacity = facts.gpus_per_node * len(nodes)
+        if facts is None:
+            continue
+        # Compute nodes come from the fleet's explicit 'nodes' fact; the runner names under a label are
+        # GitHub runners / login nodes and are never counted. The local runner is this one host.
+        count = getattr(facts, "nodes", None) or (1 if entry.runner in ("local", "cluster:local") else None)
+        if count is None:
+            continue  # capacity unknown: preflight's capacity check warns
+        capacity = facts.gpus_per_node * count
         seen: set[str] = set()
         for ss in _search_spaces(entry):
             for role in ("prefill", "decode"):
@@ -40,7 +44,7 @@ def capacity_problems(catalog: Any, runners: Any) -> list[Diagnostic]:
                 gpus = w.tp * w.pp * w.pcp_size
                 if gpus > capacity:
                     msg = (f"GPUs per node exceeded: a {role} worker needs {gpus} GPU(s) (tp {w.tp} x pp {w.pp} x "
-                           f"pcp {w.pcp_size}) but runner '{entry.runner}' has {len(nodes)} node(s) x "
+                           f"pcp {w.pcp_size}) but runner '{entry.runner}' has {count} node(s) x "
                            f"{facts.gpus_per_node} GPU(s)")
                     if msg not in seen:
                         seen.add(msg)

@@ -53,6 +53,7 @@ class Provenance(_Card):
 
     estimate: bool = False
     note: str | None = None
+    source: str | None = None  # the public page (config.json, model card, datasheet) the value comes from
 
     @model_validator(mode="after")
     def _estimate_needs_note(self) -> "Provenance":
@@ -61,30 +62,91 @@ class Provenance(_Card):
         return self
 
 
+class Checkpoint(Provenance):
+    """The bytes of one published checkpoint (an HF repository), with where the figure comes from."""
+
+    precision: str
+    bytes: ByteSize = Field(gt=0)
+    # share of these bytes held by routed experts, when it differs from the family's (experts packed
+    # tighter than the rest in FP4 re-quantisations)
+    expert_fraction: float | None = Field(None, gt=0.0, lt=1.0)
+
+
 class Weights(Provenance):
     """Resident weight bytes: the checkpoint size per precision, or a parameter count times
-    bytes per parameter. Tables marked ``in-checkpoint`` are part of these bytes."""
+    bytes per parameter. Tables marked ``in-checkpoint`` are part of these bytes.
+
+    ``checkpoints`` names published checkpoints by repository (``nvidia/DeepSeek-R1-0528-NVFP4-v2``):
+    a point whose ``model`` is one of them uses its bytes first, since two fp4 checkpoints of one
+    family (NVFP4, MXFP4) differ in size; then ``checkpoint[precision]``, then parameters x bytes."""
 
     checkpoint: dict[str, ByteSize] = Field(default_factory=dict)
+    checkpoints: dict[str, Checkpoint] = Field(default_factory=dict)
     parameters: int | None = Field(None, gt=0)
     bytes_per_param: dict[str, float] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_source(self) -> "Weights":
-        if not self.checkpoint and not (self.parameters and self.bytes_per_param):
-            raise ValueError("weights need 'checkpoint' bytes per precision, or 'parameters' with 'bytes-per-param'")
+        if not self.checkpoint and not self.checkpoints and not (self.parameters and self.bytes_per_param):
+            raise ValueError("weights need 'checkpoint' bytes per precision, 'checkpoints' by repository, "
+                             "or 'parameters' with 'bytes-per-param'")
         return self
 
-    def total_bytes(self, precision: str) -> int | None:
+    def checkpoint_for(self, model: str | None) -> Checkpoint | None:
+        if not model:
+            return None
+        ck = self.checkpoints.get(model)
+        if ck is None:
+            same = [c for name, c in self.checkpoints.items() if name.lower() == model.lower()]
+            ck = same[0] if same else None
+        return ck
+
+    def resolve(self, precision: str, model: str | None = None) -> tuple[int, str, bool] | None:
+        """(bytes, how, estimate) for a point's checkpoint, or None when the card has no figure."""
+        ck = self.checkpoint_for(model)
+        if ck is not None:
+            return ck.bytes, f"checkpoint {model}", ck.estimate
         if precision in self.checkpoint:
-            return self.checkpoint[precision]
+            return self.checkpoint[precision], f"{precision} checkpoint", self.estimate
         if self.parameters and precision in self.bytes_per_param:
-            return int(round(self.parameters * self.bytes_per_param[precision]))
+            b = self.bytes_per_param[precision]
+            return int(round(self.parameters * b)), f"{self.parameters / 1e9:,.1f}B params x {b:g} B ({precision})", self.estimate
+        by_prec = [c for c in self.checkpoints.values() if c.precision == precision]
+        if by_prec:  # another checkpoint of the same precision: the largest, so the gate never under-counts
+            c = max(by_prec, key=lambda c: c.bytes)
+            return c.bytes, f"largest {precision} checkpoint of the family", True
         return None
+
+    def total_bytes(self, precision: str, model: str | None = None) -> int | None:
+        r = self.resolve(precision, model)
+        return r[0] if r else None
 
     @property
     def precisions(self) -> list[str]:
-        return sorted(set(self.checkpoint) | set(self.bytes_per_param))
+        return sorted(set(self.checkpoint) | set(self.bytes_per_param) | {c.precision for c in self.checkpoints.values()})
+
+
+class Moe(Provenance):
+    """Mixture-of-experts facts. ``expert-fraction`` is the share of the weight bytes held by routed
+    experts: those are split over every GPU of a server (EP, or TP inside each expert), while the rest
+    (attention, dense layers, embeddings, shared experts) follows the attention parallelism, which DP
+    attention replicates."""
+
+    experts: int = Field(gt=0)
+    experts_per_token: int = Field(gt=0)
+    shared_experts: int = Field(0, ge=0)
+    expert_fraction: float = Field(gt=0.0, lt=1.0)
+    # Share of the bytes in attention and embeddings: what SGLang's / TRT-LLM's DP attention replicates
+    # on every attention rank (dense MLP layers and shared experts stay TP-sharded there). Absent:
+    # every non-expert byte counts as replicated (the conservative reading). vLLM's data-parallel
+    # ranks replicate every non-expert byte either way.
+    attention_fraction: float | None = Field(None, gt=0.0, lt=1.0)
+
+    @model_validator(mode="after")
+    def _fractions(self) -> "Moe":
+        if self.attention_fraction is not None and self.attention_fraction + self.expert_fraction > 1:
+            raise ValueError("'attention-fraction' + 'expert-fraction' cannot exceed 1")
+        return self
 
 
 class Attention(Provenance):
@@ -96,13 +158,24 @@ class Attention(Provenance):
 
     kind: Literal["mha", "gqa", "mla"]
     layers: int = Field(gt=0)
+    # Layers that keep a per-token KV cache, when fewer than ``layers`` (hybrid models: Qwen3.5's
+    # gated-attention layers between Gated DeltaNet ones, Kimi's MLA layers between KDA ones).
+    kv_layers: int | None = Field(None, gt=0)
     kv_heads: int | None = Field(None, gt=0)
     head_dim: int | None = Field(None, gt=0)
     kv_lora_rank: int | None = Field(None, gt=0)
     qk_rope_head_dim: int | None = Field(None, ge=0)
+    # Per-token KV bytes of all layers as the engine stores them (the cache's own dtype is part of the
+    # figure, so --kv-cache-dtype does not rescale it), for attention the formulas do not cover
+    # (DeepSeek-V4's compressed CSA/HCA caches); replicated on every GPU.
+    bytes_per_token: int | None = Field(None, gt=0)
 
     @model_validator(mode="after")
     def _shape(self) -> "Attention":
+        if self.kv_layers is not None and self.kv_layers > self.layers:
+            raise ValueError("'kv-layers' cannot exceed 'layers'")
+        if self.bytes_per_token is not None:
+            return self
         if self.kind == "mla":
             if self.kv_lora_rank is None or self.qk_rope_head_dim is None:
                 raise ValueError("mla attention needs 'kv-lora-rank' and 'qk-rope-head-dim'")
@@ -110,8 +183,11 @@ class Attention(Provenance):
             raise ValueError(f"{self.kind} attention needs 'kv-heads' and 'head-dim'")
         return self
 
-    def kv_bytes_per_token(self, dtype_bytes: float, tp: int = 1) -> int:
-        """KV-cache bytes one token occupies on one GPU (all layers)."""
+    def kv_bytes_per_token(self, dtype_bytes: float, tp: int = 1, model_dtype_bytes: float = 2) -> int:
+        """KV-cache bytes one token occupies on one GPU (all layers). ``tp``: the attention TP size
+        (KV heads are split over it; an MLA latent is replicated)."""
+        if self.bytes_per_token is not None:
+            return self.bytes_per_token
         if self.kind == "mla":
             assert self.kv_lora_rank is not None and self.qk_rope_head_dim is not None
             per_layer = (self.kv_lora_rank + self.qk_rope_head_dim) * dtype_bytes
@@ -119,7 +195,7 @@ class Attention(Provenance):
             assert self.kv_heads is not None and self.head_dim is not None
             heads = max(1, -(-self.kv_heads // max(tp, 1)))  # ceil; replicated when tp > kv heads
             per_layer = 2 * heads * self.head_dim * dtype_bytes
-        return int(round(per_layer * self.layers))
+        return int(round(per_layer * (self.kv_layers or self.layers)))
 
 
 class Offload(_Card):
@@ -184,7 +260,9 @@ class Buffer(Provenance):
 
 
 class Draft(Provenance):
-    """Speculative-decoding draft weights for one method (``mtp``, ``eagle``, ...)."""
+    """Speculative-decoding draft weights for one method (``mtp``, ``eagle``, ...). With ``in-checkpoint``
+    the bytes are part of the checkpoint's and are loaded only when the launch decodes speculatively: a
+    launch without it holds the checkpoint less these bytes (DeepSeek's MTP layer)."""
 
     bytes: ByteSize = 0
     in_checkpoint: bool = False
@@ -196,6 +274,7 @@ class ModelCard(_Card):
     dtype: str = "bf16"
     sources: list[str] = Field(default_factory=list)
     weights: Weights
+    moe: Moe | None = None
     attention: Attention | None = None
     kv_dtypes: list[str] = Field(default_factory=lambda: ["auto"])
     max_context: int | None = Field(None, gt=0)
@@ -219,9 +298,12 @@ class ModelCard(_Card):
 
     @property
     def estimated(self) -> bool:
-        parts: list[Provenance] = [self.weights, *self.tables, *self.buffers, *self.speculative.values()]
+        parts: list[Provenance] = [self.weights, *self.tables, *self.buffers, *self.speculative.values(),
+                                   *self.weights.checkpoints.values()]
         if self.attention:
             parts.append(self.attention)
+        if self.moe:
+            parts.append(self.moe)
         return any(p.estimate for p in parts)
 
 
@@ -233,6 +315,7 @@ class HardwareCard(_Card):
     kind: Literal["gpu", "cpu"] = "gpu"
     memory: ByteSize | None = None
     memory_type: str | None = None
+    bandwidth_tbps: float | None = Field(None, gt=0)  # memory bandwidth per device, TB/s, from the same datasheet
     match: list[str] = Field(default_factory=list)
     citation: str | None = None
     note: str | None = None

@@ -146,8 +146,45 @@ def _recipe_file_map(files: list[str]) -> dict[str, str]:
     return out
 
 
+def derive(model_dir: Path, prefix: str | None, model: str | None, out: Path | None, stdout: bool) -> int:
+    """``infx cards derive``: write a model card from MODEL_DIR's config.json (+ safetensors index)."""
+    from infx.preflight.derive import card_yaml, derive_card, write_card
+    from infx.workspace import current
+
+    try:
+        card = derive_card(model_dir, prefix=prefix, model=model)
+        if stdout:
+            sys.stdout.write(card_yaml(card))
+            return 0
+        target = out or current().cards_dir / "models" / f"{card.model_prefix}.yaml"
+        write_card(card, target)
+    except InfxError as exc:
+        for d in exc.diagnostics:
+            print(str(d), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    est = " (some values estimated: see their notes)" if card.estimated else ""
+    print(f"wrote {target}: model card '{card.model_prefix}' for {card.model}{est}")
+    return 0
+
+
 def register(app: typer.Typer) -> None:
     @app.command("preflight", context_settings=_PASSTHROUGH, add_help_option=False)
     def preflight(ctx: typer.Context) -> None:
         """Prove every point can run before it costs GPU time: --config-files ... --runner-config R [--config-keys K] [--json] [--verify-images]."""
         raise typer.Exit(run(list(ctx.args)))
+
+    cards = typer.Typer(help="Model and hardware cards: the memory facts the preflight gate reasons with.",
+                        no_args_is_help=True)
+
+    @cards.command("derive")
+    def cards_derive(
+        model_dir: Path = typer.Argument(..., help="a local checkpoint directory holding config.json"),
+        prefix: str | None = typer.Option(None, "--prefix", help="the card's model-prefix (default: the directory name)"),
+        model: str | None = typer.Option(None, "--model", help="the checkpoint's repository id (default: config.json _name_or_path, else the directory name)"),
+        out: Path | None = typer.Option(None, "--out", help="file to write (default: the workspace's cards/models/PREFIX.yaml)"),
+        stdout: bool = typer.Option(False, "--stdout", help="print the card instead of writing it"),
+    ) -> None:
+        """Write a model card from MODEL_DIR's config.json (+ model.safetensors.index.json or the shards' headers for checkpoint bytes)."""
+        raise typer.Exit(derive(model_dir, prefix, model, out, stdout))
+
+    app.add_typer(cards, name="cards")

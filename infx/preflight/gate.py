@@ -47,25 +47,47 @@ class PreflightOptions:
 
 def node_facts(runners: Any, runner: str) -> NodeFacts | None:
     """Host facts for a runner label: ``hardware[label]``, else the fleet of its nodes
-    (``mi355x-amds_03`` -> ``cluster:mi355x-amds``) when all its nodes agree."""
+    (``mi355x-amds_03`` -> ``cluster:mi355x-amds``) when all its nodes agree. The node count is the
+    fleet's explicit ``nodes`` field, never the number of runner names under the label."""
     if runners is None:
         return None
     hw = getattr(runners, "hardware", {}) or {}
     facts = hw.get(runner)
+    if facts is None and not runner.startswith("cluster:"):
+        facts = hw.get(f"cluster:{runner}")  # a fleet named by its cluster label (gb200-nv -> cluster:gb200-nv)
+        runner = f"cluster:{runner}" if facts is not None else runner
     if facts is None:
         found = set()
         for node in (getattr(runners, "labels", {}) or {}).get(runner, []):
-            fleet = re.sub(r"_\d+$", "", node)
-            f = hw.get(f"cluster:{fleet}") or hw.get(fleet)
+            key = _fleet_key(hw, node)
+            f = hw.get(key) if key else None
             if f is None:
                 found = set()
                 break
-            found.add((f.available_cpu_dram_mib, f.gpus_per_node))
-        if len(found) == 1:
-            mib, gpn = found.pop()
-            return NodeFacts(gpus_per_node=gpn, available_dram_bytes=mib * MIB)
+            found.add((f.available_cpu_dram_mib, f.gpus_per_node, getattr(f, "nodes", None), key))
+        agree = {x[:2] for x in found}
+        if len(agree) == 1:
+            mib, gpn = agree.pop()
+            counted = {(x[2], x[3]) for x in found if x[2] is not None}
+            nodes, src = (counted.pop() if len(counted) == 1 and len({x[3] for x in found}) == 1 else (None, None))
+            return NodeFacts(gpus_per_node=gpn, available_dram_bytes=mib * MIB, nodes=nodes, nodes_source=src)
         return None
-    return NodeFacts(gpus_per_node=facts.gpus_per_node, available_dram_bytes=facts.available_cpu_dram_mib * MIB)
+    return NodeFacts(gpus_per_node=facts.gpus_per_node, available_dram_bytes=facts.available_cpu_dram_mib * MIB,
+                     nodes=getattr(facts, "nodes", None), nodes_source=runner if getattr(facts, "nodes", None) else None)
+
+
+def _fleet_key(hw: Mapping[str, Any], node: str) -> str | None:
+    """The hardware key of a runner node's fleet: ``h100-dgxc-slurm_16`` -> ``cluster:h100-dgxc`` (the
+    node name less its index, then less trailing ``-word`` parts until a fleet matches)."""
+    fleet = re.sub(r"_\d+$", "", node)
+    while fleet:
+        for key in (f"cluster:{fleet}", fleet):
+            if key in hw:
+                return key
+        if "-" not in fleet:
+            return None
+        fleet = fleet.rsplit("-", 1)[0]
+    return None
 
 
 def runner_check(runners: Any, point: Point, hw: HardwareCard | None) -> Check:

@@ -119,8 +119,47 @@ class EngineSettings:
     graph_ceiling: Setting  # largest captured CUDA-graph batch in tokens; value None: graphs off or unknown
     kv_cache_dtype: Setting
     kv_cache_bytes: Setting  # explicit KV cache size (bytes) or None
+    # Data parallelism inside one server: vLLM's --data-parallel-size (each rank a full attention
+    # replica of TP GPUs, the MoE layers over all DP x TP GPUs); SGLang's --dp-size with
+    # --enable-dp-attention (attention TP = tp / dp inside the tp GPUs); TRT-LLM's enable_attention_dp.
+    dp: Setting = field(default_factory=lambda: Setting(1, "default"))
+    dp_attention: Setting = field(default_factory=lambda: Setting(False, "default"))
+    expert_parallel: Setting = field(default_factory=lambda: Setting(1, "default"))  # EP size (vLLM: DP x TP when enabled)
     notes: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)  # TRT-LLM's extra options YAML ({} for other engines)
+
+    @property
+    def dp_within_tp(self) -> bool:
+        """Attention data parallelism inside the TP group (SGLang, TRT-LLM, ATOM's --enable-dp-attention),
+        as opposed to vLLM's data-parallel ranks of TP GPUs each."""
+        return bool(self.dp_attention.value) and (self.engine != "vllm" or self.dp_attention.name == "enable-dp-attention")
+
+    @property
+    def gpus(self) -> int:
+        """GPUs one server of this launch occupies."""
+        n = max(int(self.tp.value or 1), 1) * max(int(self.pp.value or 1), 1)
+        if self.engine == "vllm" and not self.dp_within_tp:
+            n *= max(int(self.dp.value or 1), 1)
+        return n
+
+    @property
+    def attention_tp(self) -> int:
+        """The TP size attention (and the dense, non-expert weights) is split over."""
+        tp = max(int(self.tp.value or 1), 1)
+        if not self.dp_within_tp:
+            return tp
+        if self.engine == "trt":
+            return 1
+        return max(tp // max(int(self.dp.value or 1), 1), 1)
+
+    @property
+    def attention_replicas(self) -> int:
+        """KV-cache pools per server: one per attention data-parallel rank."""
+        if self.engine == "vllm" and not self.dp_within_tp:
+            return max(int(self.dp.value or 1), 1)
+        if not self.dp_within_tp:
+            return 1
+        return max(int(self.tp.value or 1), 1) // self.attention_tp
 
     def quantity(self, name: str, conc: int) -> int | None:
         """Values a card's buffer formula may use."""
@@ -225,6 +264,9 @@ def engine_settings(
             graph = Setting(bs[0] * (1 + int(spec.value or 0)), "argv", bs[1]) if bs else Setting(None, "unknown")
         kvd = _pick(_str(args, "kv-cache-dtype"), "auto")
         kvb = Setting(None, "unknown")
+        dp = _pick(_int(args, "dp-size", "dp", "data-parallel-size"), 1)
+        dpa = Setting(True, "argv", "enable-dp-attention") if args.get("enable-dp-attention") is True else Setting(False, "default")
+        epn = _pick(_int(args, "ep-size", "ep", "expert-parallel-size"), 1)
     elif fam == "trt":
         opts = _trt_options(args, files or {})
         tp = _pick(_int(args, "tp-size", "tensor-parallel-size"), point_tp or 1, "point")
@@ -247,6 +289,12 @@ def engine_settings(
         kvd = Setting(kv_cfg["dtype"], "argv", "extra-options kv_cache_config") if isinstance(kv_cfg, dict) and kv_cfg.get("dtype") \
             else Setting("auto", "default")
         kvb = Setting(None, "unknown")
+        dp = Setting(1, "default")
+        if opts.get("enable_attention_dp") is True or args.get("enable-attention-dp") is True:
+            dpa = Setting(True, "argv", "extra-options enable_attention_dp")
+        else:
+            dpa = Setting(False, "default")
+        epn = _opt_or(opts, ("moe_expert_parallel_size",), _pick(_int(args, "ep-size", "moe-expert-parallel-size"), 1))
     else:  # vllm
         d_seqs, d_mnbt = _vllm_batch_defaults(device_kind, capacity_bytes)
         tp = _pick(_int(args, "tensor-parallel-size"), point_tp or 1, "point")
@@ -272,10 +320,20 @@ def engine_settings(
                 raise ValueError(f"VLLM_CPU_KVCACHE_SPACE must be an integer number of GiB, got {env['VLLM_CPU_KVCACHE_SPACE']!r}") from None
         else:
             kvb = Setting(None, "unknown")
+        dp = _pick(_int(args, "data-parallel-size"), 1)
+        dpa = Setting(int(dp.value) > 1, dp.source, dp.name)
+        if args.get("enable-dp-attention") is True:  # ATOM (vLLM-style server): attention DP over the TP ranks
+            dp = Setting(int(tp.value or 1), "argv", "enable-dp-attention")
+            dpa = Setting(True, "argv", "enable-dp-attention")
+        if args.get("enable-expert-parallel") is True:
+            epn = Setting(int(tp.value or 1) * int(dp.value or 1), "argv", "enable-expert-parallel")
+        else:
+            epn = Setting(1, "default")
     return EngineSettings(
         engine=fam, device_kind=device_kind, args=args, env=env, tp=tp, pp=pp, max_model_len=mml,
         max_num_batched_tokens=mnbt, max_num_seqs=seqs, memory_fraction=frac, spec_tokens=spec,
         graph_ceiling=graph, kv_cache_dtype=kvd, kv_cache_bytes=kvb, notes=notes, options=opts,
+        dp=dp, dp_attention=dpa, expert_parallel=epn,
     )
 
 

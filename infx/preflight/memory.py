@@ -41,6 +41,8 @@ class NodeFacts:
 
     gpus_per_node: int
     available_dram_bytes: int
+    nodes: int | None = None  # compute nodes of the fleet (runners.yaml hardware.<fleet>.nodes), None: unknown
+    nodes_source: str | None = None  # the hardware key that gave them
 
 
 def table_on_host(table: Table, settings: EngineSettings) -> tuple[bool, str]:
@@ -70,6 +72,15 @@ def kv_dtype_bytes(card: ModelCard, settings: EngineSettings) -> float:
         if name == key or name.startswith(key):
             return size
     return DTYPE_BYTES[card.dtype]
+
+
+_DTYPE_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
+                  "fp8": "fp8_e4m3"}  # the engines' plain "fp8" KV cache is E4M3
+
+
+def _dtype_family(name: str) -> str:
+    """One spelling per KV dtype: ``bfloat16`` == ``bf16``, ``fp8`` == ``fp8_e4m3`` (E5M2 stays distinct)."""
+    return _DTYPE_ALIASES.get(name.lower(), name.lower())
 
 
 def buffer_bytes(b: Buffer, settings: EngineSettings, conc: int) -> tuple[float, str]:
@@ -135,24 +146,61 @@ def check_memory(
         return MemoryReport(findings=list(findings), problems=findings.problems, settings=_settings_dict(settings), **kw)  # type: ignore[arg-type]
 
     if card is None:
-        findings.problem(f"no model card for '{point.model_prefix}' (cards/models/{point.model_prefix}.yaml): memory not checked")
+        findings.problem(f"memory unverifiable: no card for '{point.model_prefix}' "
+                         f"(cards/models/{point.model_prefix}.yaml; `infx cards derive MODEL_DIR` writes one)")
         return report(status="warn", device=hw.name if hw else "?", engine_rule="-", capacity_bytes=0,
                       budget_bytes=0, needed_bytes=0, margin_bytes=0)
-    total = card.weights.total_bytes(point.precision)
-    if total is None:
-        findings.problem(f"model card '{card.model_prefix}' has no weight size for precision '{point.precision}' "
-                        f"(has: {', '.join(card.weights.precisions)}): memory not checked")
+    resolved = card.weights.resolve(point.precision, point.model)
+    if resolved is None:
+        findings.problem(f"memory unverifiable: the card for '{card.model_prefix}' has no weight size for "
+                         f"{point.model} at precision '{point.precision}' (has: {', '.join(card.weights.precisions)})")
         return report(status="warn", device=hw.name if hw else "?", engine_rule="-", capacity_bytes=0,
                       budget_bytes=0, needed_bytes=0, margin_bytes=0)
+    total, how_total, total_estimate = resolved
 
-    # Weights: everything that is not a table stored in the checkpoint, split over TP x PP.
+    # Weights: everything that is not a table stored in the checkpoint. Dense weights (attention,
+    # embeddings, dense layers, shared experts) split over the attention TP x PP; routed experts
+    # over every GPU of the server (EP, or TP inside each expert).
     in_ckpt_tables = sum(t.total for t in card.tables if t.in_checkpoint)
-    base = total - in_ckpt_tables
+    spec_on = (point.spec_decoding not in (None, "", "none")) or int(settings.spec_tokens.value or 0) > 0
+    unloaded = 0 if spec_on else sum(d.bytes for d in card.speculative.values() if d.in_checkpoint and d.bytes)
+    if unloaded:
+        findings.append(f"draft layers in the checkpoint ({gb(unloaded)}) are not loaded: the launch does not decode speculatively")
+    base = total - in_ckpt_tables - unloaded
     where = "host" if cpu else "gpu"
-    (host if cpu else gpu).append(MemoryLine(
-        component="weights", bytes=base // shards, where=where, estimate=card.weights.estimate,
-        note=f"{gb(base)} / (TP {tp} x PP {pp})" + (f" (checkpoint {gb(total)} less in-checkpoint tables)" if in_ckpt_tables else ""),
-    ))
+    attn_tp = settings.attention_tp
+    server_gpus = settings.gpus
+    dense_shards, expert_shards = attn_tp * pp, server_gpus
+    if card.moe is not None and (dense_shards != expert_shards):
+        ck = card.weights.checkpoint_for(point.model)
+        frac = ck.expert_fraction if ck is not None and ck.expert_fraction else card.moe.expert_fraction
+        expert = int(base * frac)
+        dense = base - expert
+        attn_frac = card.moe.attention_fraction
+        if settings.engine != "vllm" and attn_frac is not None:  # DP attention replicates attention + embeddings only
+            attn = min(int(base * attn_frac), dense)
+            rest = dense - attn
+            per_gpu = attn // dense_shards + rest // expert_shards + expert // expert_shards
+            note = (f"{how_total} {gb(total)}: attention+embeddings {gb(attn)} / (attention TP {attn_tp} x PP {pp}) + "
+                    f"other dense {gb(rest)} and routed experts {gb(expert)} ({frac:.1%}) / {server_gpus} GPUs")
+        else:
+            per_gpu = dense // dense_shards + expert // expert_shards
+            par = (f"DP {settings.dp.value} x TP {tp} = " if settings.engine == "vllm" and int(settings.dp.value or 1) > 1 else "")
+            note = (f"{how_total} {gb(total)}: dense {gb(dense)} / (attention TP {attn_tp} x PP {pp}) + routed experts "
+                    f"{gb(expert)} ({frac:.1%}) / {par}{server_gpus} GPUs")
+        estimate = total_estimate or card.moe.estimate
+    else:
+        per_gpu = base // (tp * pp if card.moe is None else expert_shards)
+        shards_desc = f"TP {tp} x PP {pp}" if card.moe is None else f"{expert_shards} GPUs"
+        if card.moe is None and settings.engine == "vllm" and int(settings.dp.value or 1) > 1:
+            shards_desc += f" (each of DP {settings.dp.value} ranks a full replica)"
+        note = f"{how_total} {gb(base)} / ({shards_desc})"
+        estimate = total_estimate
+    if in_ckpt_tables:
+        note += f" (checkpoint {gb(total)} less in-checkpoint tables)"
+    if unloaded:
+        note += f" (less {gb(unloaded)} of unloaded draft layers)"
+    (host if cpu else gpu).append(MemoryLine(component="weights", bytes=per_gpu, where=where, estimate=estimate, note=note))
     # Tables, where the launched argv puts them.
     for t in card.tables:
         on_host, why = table_on_host(t, settings)
@@ -188,7 +236,7 @@ def check_memory(
     # KV bytes per token on one GPU (the transfer buffers and the KV pool both need it).
     kv_bpt = None
     if card.attention is not None:
-        kv_bpt = card.attention.kv_bytes_per_token(kv_dtype_bytes(card, settings), tp)
+        kv_bpt = card.attention.kv_bytes_per_token(kv_dtype_bytes(card, settings), attn_tp, DTYPE_BYTES[card.dtype])
     if kv_transfer:
         from infx.preflight.transfer import transfer_buffers
 
@@ -203,7 +251,7 @@ def check_memory(
                                              note=RUNTIME_OVERHEAD_NOTE if not cpu else "Python + torch + engine process (estimate)"))
 
     kv_name = str(settings.kv_cache_dtype.value or "auto").lower()
-    if card.kv_dtypes and kv_name not in [d.lower() for d in card.kv_dtypes]:
+    if card.kv_dtypes and _dtype_family(kv_name) not in {_dtype_family(d) for d in card.kv_dtypes}:
         status = "warn"
         findings.problem(f"KV cache dtype '{kv_name}' ({settings.kv_cache_dtype.describe()}) is not among the model card's "
                          f"KV dtype options ({', '.join(card.kv_dtypes)})")
@@ -214,7 +262,7 @@ def check_memory(
         return _cpu_report(point, settings, card, gpu, host, node, kv_bpt, max_len, seq_len, conc, findings, status)
 
     if hw is None or hw.memory is None:
-        findings.problem(f"no hardware card matches runner '{point.runner}' (cards/hardware/): memory not checked")
+        findings.problem(f"memory unverifiable: no hardware card matches runner '{point.runner}' (cards/hardware/)")
         return report(status="warn", device="?", engine_rule="-", capacity_bytes=0, budget_bytes=0, needed_bytes=0,
                       margin_bytes=0, gpu=gpu, host=host)
     capacity = hw.memory
@@ -239,11 +287,19 @@ def check_memory(
     if kv_pool > 0 and kv_bpt:
         kv_tokens = kv_pool // kv_bpt
         if max_len and kv_tokens < int(max_len):
-            status = "fail"
-            findings.problem(f"KV pool {gb(kv_pool)} holds {kv_tokens:,} tokens, less than one max-length sequence "
-                            f"({int(max_len):,} tokens): the engine refuses to start")
+            if settings.engine == "vllm":  # vLLM checks one max-length request against the pool at start-up
+                status = "fail"
+                findings.problem(f"KV pool {gb(kv_pool)} holds {kv_tokens:,} tokens, less than one max-length sequence "
+                                 f"({int(max_len):,} tokens): the engine refuses to start")
+            else:  # SGLang / TRT-LLM cap the longest admissible request at the pool instead
+                status = _worse(status, "warn")
+                findings.problem(f"KV pool {gb(kv_pool)} holds {kv_tokens:,} tokens, less than one max-length sequence "
+                                 f"({int(max_len):,} tokens): requests longer than the pool are rejected")
         if seq_len:
-            seqs_fit = kv_tokens / seq_len
+            replicas = settings.attention_replicas  # DP attention: one pool per rank, each serving its share
+            seqs_fit = kv_tokens * replicas / seq_len
+            if replicas > 1:
+                findings.append(f"KV pool per attention DP rank: {kv_tokens:,} tokens x {replicas} ranks")
             if point.scenario_type == "fixed-seq-len" and seqs_fit < conc:
                 status = _worse(status, "warn")
                 findings.problem(f"only {seqs_fit:.1f} sequences of {seq_len:,} tokens fit in the KV pool at concurrency {conc}: "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Sequence
 
 from rich.console import Console, Group
@@ -9,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from infx.preflight.units import gb, gib
-from infx.preflight.verdict import MemoryReport, PointVerdict
+from infx.preflight.verdict import MemoryReport, PointVerdict, worst
 
 STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
@@ -66,11 +68,22 @@ def point_panel(v: PointVerdict) -> Group:
     for c in v.checks:
         t.add_row(c.name, _status(c.status), c.message)
     parts: list = [head, t]
-    if v.memory is not None and (v.memory.gpu or v.memory.host):
-        parts.append(memory_table(v.memory))
-        findings = [f for f in v.memory.findings]
-        if findings:
-            parts.append(Text("\n".join("  - " + f for f in findings), style="dim"))
+    reports: list[tuple[str, MemoryReport]] = []
+    if v.memory is not None:
+        reports.append(("", v.memory))
+    for c in v.checks:  # a deployment: one breakdown per worker role
+        raw = c.details.get("memory") if c.name.startswith("memory:") else None
+        if isinstance(raw, dict):
+            reports.append((c.name.split(":", 1)[1], MemoryReport.model_validate(raw)))
+    for role, m in reports:
+        if not (m.gpu or m.host):
+            continue
+        table = memory_table(m)
+        if role:
+            table.title = f"{role}: {table.title}"
+        parts.append(table)
+        if m.findings:
+            parts.append(Text("\n".join("  - " + f for f in m.findings), style="dim"))
     parts.append(Text(""))
     return Group(*parts)
 
@@ -93,12 +106,89 @@ def summary_table(verdicts: Sequence[PointVerdict]) -> Table:
     return t
 
 
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,._]*(?:\s?(?:GB|MB|GiB|TB|%))?(?![\w])")
+_ROLE = re.compile(r"^\w+ x\d+ \([^)]*\):\s*")
+_POINT_ID = re.compile(r"\bpoint [0-9a-f]{8,}\b")
+_FIELDS = re.compile(r"\s*\([^()]*=[^()]*\)")  # "(model-prefix=..., hardware=...)": one row per reason, not per field set
+
+
+def reason_key(check: str, message: str) -> str:
+    """A reason with its figures folded (``KV pool 12.3 GB holds 4,096 tokens`` -> ``KV pool N holds N
+    tokens``), so rows that fail for the same reason count together; quoted names (models, runners)
+    are kept, as they say which family or fleet the reason is about. Only the first clause is kept."""
+    head = message.split("; ")[0]
+    head = _ROLE.sub("", head)  # "prefill x4 (8 GPU each): " -> the role is in the check name
+    head = _FIELDS.sub("", _POINT_ID.sub("point", head))
+    return f"{check}: " + _NUMBER.sub("N", head).rstrip(":; ")
+
+
+def reason_counts(verdicts: Sequence[PointVerdict]) -> list[tuple[str, str, int, str]]:
+    """(status, reason, rows, example exp-name), worst status first, then most rows. Every failing or
+    warning check of a row counts once under its reason; a row with neither counts under ``ok``."""
+    counts: Counter[tuple[str, str]] = Counter()
+    example: dict[tuple[str, str], str] = {}
+    for v in verdicts:
+        seen: set[tuple[str, str]] = set()
+        bad = [c for c in v.checks if c.status in ("fail", "warn")]
+        for c in bad:
+            k = (c.status, reason_key(c.name, c.message))
+            if k not in seen:
+                seen.add(k)
+                counts[k] += 1
+                example.setdefault(k, v.exp_name)
+        if not bad:
+            k = ("ok", "every check passed")
+            counts[k] += 1
+            example.setdefault(k, v.exp_name)
+    rank = {"fail": 0, "warn": 1, "ok": 2}
+    return [(st, why, n, example[(st, why)]) for (st, why), n in
+            sorted(counts.items(), key=lambda kv: (rank[kv[0][0]], -kv[1], kv[0][1]))]
+
+
+def verdict_table(verdicts: Sequence[PointVerdict], limit: int = 40) -> Table:
+    """The whole run in one table: rows per verdict, then each reason with the rows it covers."""
+    n = {s: sum(1 for v in verdicts if v.status == s) for s in ("ok", "warn", "fail")}
+    t = Table(title=f"verdicts: {len(verdicts)} rows = {n['ok']} ok, {n['warn']} warn, {n['fail']} fail",
+              title_justify="left")
+    t.add_column("status")
+    t.add_column("rows", justify="right")
+    t.add_column("reason", overflow="fold")
+    t.add_column("e.g.", overflow="fold", style="dim")
+    rows = reason_counts(verdicts)
+    for st, why, count, ex in rows[:limit]:
+        t.add_row(_status(st), str(count), why, ex)
+    if len(rows) > limit:
+        rest = rows[limit:]
+        t.add_row("", str(sum(r[2] for r in rest)), f"... {len(rest)} more reasons (--json for every row)", "")
+    return t
+
+
+def memory_coverage(verdicts: Sequence[PointVerdict]) -> dict[str, int]:
+    """Rows by memory verdict: ``ok``/``warn``/``fail`` (checked, single server or every role), ``unverifiable``
+    (no model or hardware card), ``not checked`` (no launch to read, or the check does not apply)."""
+    out = {"ok": 0, "warn": 0, "fail": 0, "unverifiable": 0, "not checked": 0}
+    for v in verdicts:
+        mem = [c for c in v.checks if (c.name == "memory" or c.name.startswith("memory:")) and c.status != "skip"]
+        if not mem:
+            out["not checked"] += 1
+        elif any("memory unverifiable" in c.message for c in mem):
+            out["unverifiable"] += 1
+        else:
+            out[worst([c.status for c in mem])] += 1
+    return out
+
+
 def print_report(verdicts: Sequence[PointVerdict], console: Console | None = None, *, details: bool = True) -> None:
     console = console or Console()
     if details:
         for v in verdicts:
             console.print(point_panel(v))
     console.print(summary_table(verdicts))
+    console.print(verdict_table(verdicts))
+    mc = memory_coverage(verdicts)
+    checked = mc["ok"] + mc["warn"] + mc["fail"]
+    console.print(f"memory: {checked} of {len(verdicts)} rows checked ({mc['ok']} ok, {mc['warn']} warn, {mc['fail']} fail), "
+                  f"{mc['unverifiable']} unverifiable (no card), {mc['not checked']} not checked (no launch to read)")
     n = {s: sum(1 for v in verdicts if v.status == s) for s in ("ok", "warn", "fail")}
     console.print(f"{len(verdicts)} points: {n['ok']} ok, {n['warn']} warn, {n['fail']} fail"
                   + ("  (* = estimate)" if any(v.memory and any(x.estimate for x in v.memory.gpu + v.memory.host) for v in verdicts) else ""))

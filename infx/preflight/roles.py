@@ -25,24 +25,32 @@ def _engine_family(engine: str) -> str:
     return e
 
 
-def capacity_check(point: Point, deployment: Any, runners: Any, gpus_per_node: int | None) -> Check:
-    """Nodes and GPUs the deployment takes (every worker role x count x GPUs) vs the runner's fleet."""
+def capacity_check(point: Point, deployment: Any, runners: Any, gpus_per_node: int | None,
+                   nodes: int | None = None, nodes_source: str | None = None) -> Check:
+    """Nodes and GPUs the deployment takes (every worker role x count x GPUs) vs the fleet's compute
+    nodes. ``nodes`` comes from an explicit fact (runners.yaml ``hardware.<fleet>.nodes``); the runner
+    names under a label are GitHub runners / login nodes and are never counted. Without it the
+    capacity is unknown: a warning, never a failure."""
     gpus = sum(r.gpus for r in deployment.roles)
-    labels = getattr(runners, "labels", None) or {}
-    nodes = len(labels.get(point.runner, [])) or None
+    local_cpu = point.runner in ("local", "cluster:local")
+    if local_cpu:
+        n = len([r for r in deployment.roles if r.kind in ("prefill", "decode")])
+        return Check(name="capacity", status="ok", message=f"{n} CPU worker(s) on this host", details={"gpus": gpus})
     if not gpus_per_node:
-        return Check(name="capacity", status="warn", message=f"deployment takes {gpus} GPU(s); runner "
+        return Check(name="capacity", status="warn", message=f"capacity unknown: deployment takes {gpus} GPU(s); runner "
                      f"'{point.runner}' has no gpus-per-node in runners.yaml", details={"gpus": gpus})
     need_nodes = math.ceil(gpus / gpus_per_node) if gpus else 1
     msg = f"deployment takes {gpus} GPU(s) = {need_nodes} node(s) x {gpus_per_node}"
-    details = {"gpus": gpus, "nodes": need_nodes, "gpus_per_node": gpus_per_node, "runner_nodes": nodes}
-    local_cpu = point.runner in ("local", "cluster:local")
-    if nodes is not None and need_nodes > nodes and not local_cpu:
-        return Check(name="capacity", status="fail", message=msg + f"; runner '{point.runner}' has {nodes} node(s)",
-                     details=details)
-    if local_cpu:
-        msg = f"{len([r for r in deployment.roles if r.kind in ('prefill', 'decode')])} CPU worker(s) on this host"
-    return Check(name="capacity", status="ok", message=msg, details=details)
+    details = {"gpus": gpus, "nodes": need_nodes, "gpus_per_node": gpus_per_node, "fleet_nodes": nodes}
+    if nodes is None:
+        return Check(name="capacity", status="warn", details=details,
+                     message=f"capacity unknown: {msg}; runners.yaml gives no node count for runner '{point.runner}' "
+                             f"(add hardware.<fleet>.nodes; runner names are not compute nodes)")
+    where = f" ({nodes_source}.nodes)" if nodes_source else ""
+    if need_nodes > nodes:
+        return Check(name="capacity", status="fail", details=details,
+                     message=msg + f"; runner '{point.runner}' has {nodes} node(s){where}")
+    return Check(name="capacity", status="ok", details=details, message=msg + f" of {nodes}{where}")
 
 
 def _transfer_summary(mem: Any) -> str:
@@ -99,5 +107,6 @@ def role_checks(point: Point, deployment: Any, cards: Any, hw: Any, runners: Any
                             message=f"{' + '.join(h[0] for h in host)} on one host: needs {need / gb:.1f} GB "
                                     f"of {budget / gb:.1f} GB", details={"needed_bytes": need, "budget_bytes": budget}))
     gpn = getattr(node, "gpus_per_node", None) if node is not None else None
-    checks.append(capacity_check(point, deployment, runners, gpn))
+    checks.append(capacity_check(point, deployment, runners, gpn, getattr(node, "nodes", None),
+                                 getattr(node, "nodes_source", None)))
     return checks

@@ -42,11 +42,71 @@ def test_deployment_larger_than_the_fleet_fails_capacity(compat: Path) -> None:
     dep = render_deployment(p)
     total = dep.gpus()
     assert total > 8
-    small = RunnerConfig.model_validate({"labels": {p.runner: ["n_0"]},
+    # The fleet's compute nodes come from the explicit 'nodes' fact, never from the runner names listed.
+    small = RunnerConfig.model_validate({"labels": {p.runner: ["n_0", "n_1", "n_2", "n_3", "n_4"]},
                                          "hardware": {p.runner: {"available-cpu-dram-mib": 2_000_000,
-                                                                 "gpus-per-node": 8}}})
+                                                                 "gpus-per-node": 8, "nodes": 1}}})
     (v,) = preflight_points([p], runners=small, launches={p.point_id: dep})
     cap = next(c for c in v.checks if c.name == "capacity")
     assert cap.status == "fail" and f"deployment takes {total} GPU(s)" in cap.message and "has 1 node(s)" in cap.message
     assert {"memory:prefill", "memory:decode"} <= {c.name for c in v.checks}
     assert not v.ok_to_run
+
+
+def test_capacity_without_a_node_count_is_unknown_not_a_failure(compat: Path) -> None:
+    """Runner names under a label are GitHub runners (login nodes), not compute nodes: one listed name
+    and no 'nodes' fact gives 'capacity unknown' (a warning), and a large enough 'nodes' passes."""
+    (p, *_) = select_points([str(compat / "nvidia-master.yaml")], str(compat / "runners.yaml"),
+                            ["dsr1-fp4-b200-dynamo-trt"], evals="none", conc=None)
+    dep = render_deployment(p)
+    need = -(-dep.gpus() // 8)
+    facts = {"available-cpu-dram-mib": 2_000_000, "gpus-per-node": 8}
+    one_runner = RunnerConfig.model_validate({"labels": {p.runner: ["login_0"]}, "hardware": {p.runner: facts}})
+    (v,) = preflight_points([p], runners=one_runner, launches={p.point_id: dep})
+    cap = v.check("capacity")
+    assert cap is not None and cap.status == "warn" and cap.message.startswith("capacity unknown:")
+    assert "runner names are not compute nodes" in cap.message
+    big = RunnerConfig.model_validate({"labels": {p.runner: ["login_0"]},
+                                       "hardware": {p.runner: {**facts, "nodes": need}}})
+    (v,) = preflight_points([p], runners=big, launches={p.point_id: dep})
+    cap = v.check("capacity")
+    assert cap is not None and cap.status == "ok" and f"of {need} ({p.runner}.nodes)" in cap.message
+
+
+def test_real_runners_yaml_gives_no_capacity_failure(compat: Path) -> None:
+    """The real runners.yaml, unchanged, has no node counts: every multinode row's capacity is unknown."""
+    from infx.catalog import load_runners
+
+    runners = load_runners(compat / "runners.yaml")
+    points = select_points([str(compat / "nvidia-master.yaml")], str(compat / "runners.yaml"),
+                           ["dsr1-fp4-b200-dynamo-trt", "dsv4-fp4-gb200-dynamo-vllm*"], evals="none", conc=None)
+    verdicts = preflight_points(points, runners=runners, launches={p.point_id: render_deployment(p) for p in points})
+    caps = [v.check("capacity") for v in verdicts]
+    assert caps and all(c is not None and c.status == "warn" and "capacity unknown" in c.message for c in caps)
+
+
+def test_runners_yaml_nodes_extension(compat: Path, tmp_path: Path) -> None:
+    """hardware.<fleet>.nodes in a runners.yaml file: a count that fits passes, a bad value is FILE:LINE."""
+    import pytest
+
+    from infx.catalog import load_runners
+    from infx.diagnostics import InfxError
+
+    text = (compat / "runners.yaml").read_text()
+    assert "  cluster:gb200-nv:\n    available-cpu-dram-mib: 860_160\n    gpus-per-node: 4\n" in text
+    good = tmp_path / "runners.yaml"
+    good.write_text(text.replace("  cluster:gb200-nv:\n    available-cpu-dram-mib: 860_160\n    gpus-per-node: 4\n",
+                                 "  cluster:gb200-nv:\n    available-cpu-dram-mib: 860_160\n    gpus-per-node: 4\n    nodes: 18\n"))
+    runners = load_runners(good)
+    points = select_points([str(compat / "nvidia-master.yaml")], str(good), ["dsv4-fp4-gb200-dynamo-vllm*"],
+                           evals="none", conc=None)
+    verdicts = preflight_points(points, runners=runners, launches={p.point_id: render_deployment(p) for p in points})
+    caps = [v.check("capacity") for v in verdicts]
+    assert caps and {c.status for c in caps if c} <= {"ok", "fail"}
+    assert any(c and c.status == "ok" and "of 18 (cluster:gb200-nv.nodes)" in c.message for c in caps)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(good.read_text().replace("    nodes: 18\n", "    nodes: 0\n"))
+    with pytest.raises(InfxError) as exc:
+        load_runners(bad)
+    d = exc.value.diagnostics[0]
+    assert d.file == str(bad) and d.line and "nodes" in str(d)

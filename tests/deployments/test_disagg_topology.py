@@ -66,3 +66,24 @@ def test_decode_zero_on_the_cpu_connector_deployment_is_rejected_at_render(tmp_p
                        text=True, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "decode workers = 0: a KV connector deployment needs a decode worker" in r.stderr
+
+
+def test_fleet_capacity_comes_from_the_nodes_fact_not_runner_names(tmp_path: Path) -> None:
+    """A fleet label listing one runner name is not a one-node fleet: without 'nodes' nothing is judged at
+    validate time; with 'nodes' a worker larger than the whole fleet is a FILE:LINE error."""
+    f = tmp_path / "m.yaml"
+    f.write_text(ENTRY.format(pn=1, ptp=16, dn=1).replace("runner: local", "runner: fleet"))
+    runners = tmp_path / "runners.yaml"
+    base = "labels:\n  fleet: [login_0]\nhardware:\n  fleet:\n    available-cpu-dram-mib: 1000\n    gpus-per-node: 8\n"
+
+    def validate(text: str) -> subprocess.CompletedProcess[str]:
+        runners.write_text(text)
+        return subprocess.run([sys.executable, "-m", "infx", "validate", "--config-files", str(f), "--runner-config",
+                               str(runners)], cwd=REPO, capture_output=True, text=True, timeout=120)
+
+    r = validate(base)
+    assert "GPUs per node exceeded" not in r.stderr
+    r = validate(base + "    nodes: 1\n")
+    assert r.returncode == 2 and "GPUs per node exceeded: a prefill worker needs 16 GPU(s)" in r.stderr
+    assert "runner 'fleet' has 1 node(s) x 8 GPU(s)" in r.stderr
+    assert validate(base + "    nodes: 2\n").stderr.count("GPUs per node exceeded") == 0

@@ -144,7 +144,7 @@ def test_missing_card_warns_not_fails(seed_points, cards, runners):
     p = seed_points[0]
     empty = CardSet(models={}, hardware=cards.hardware)
     v = preflight_points([p], cards=empty, runners=runners, launches={p.point_id: hand_launch(p)})[0]
-    assert v.check("memory").status == "warn" and "no model card" in v.check("memory").message
+    assert v.check("memory").status == "warn" and "memory unverifiable: no card for 'dsv41flash'" in v.check("memory").message
 
 
 def test_options_default_fanout_and_runtime_override(seed_points, cards, runners):
@@ -173,3 +173,17 @@ def test_kv_dtype_outside_card_options_warns(seed_points, cards, runners):
     v = preflight_points([p], cards=cards, runners=runners,
                          launches={p.point_id: hand_launch(p, offload=False, extra=["--kv-cache-dtype", "fp8"])})[0]
     assert v.check("memory").status == "ok"
+
+
+def test_kv_dtype_spellings_of_the_scripts_match_card_options(seed_points, cards, runners):
+    """The InferenceX scripts write bfloat16 and fp8_e4m3; cards write bf16 and fp8: the same dtypes."""
+    p = _tp(seed_points, 4)[0]
+    for dtype in ("fp8_e4m3", "FP8"):
+        v = preflight_points([p], cards=cards, runners=runners,
+                             launches={p.point_id: hand_launch(p, offload=False, extra=["--kv-cache-dtype", dtype])})[0]
+        assert v.check("memory").status == "ok", dtype
+    tiny = cards.models["tinyllama"]
+    assert "bf16" in tiny.kv_dtypes
+    from infx.preflight.memory import _dtype_family
+
+    assert _dtype_family("bfloat16") == _dtype_family("bf16") and _dtype_family("fp8_e5m2") != _dtype_family("fp8")

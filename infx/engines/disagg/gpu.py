@@ -144,7 +144,9 @@ def _dynamo_worker(point: Point, kind: str, w: Worker) -> tuple[list[str], dict[
     fw = point.framework.split("-", 1)[1]
     kv = point.kv_p2p_transfer
     if fw == "vllm":
-        argv = ["python3", "-m", "dynamo.vllm", "--model", point.model, "--tensor-parallel-size", str(w.tp)]
+        # DP attention: tp ranks of data parallelism with TP 1 each (as the single-node vLLM adapter
+        # renders it); "--tensor-parallel-size tp --data-parallel-size tp" would ask for tp x tp GPUs.
+        argv = ["python3", "-m", "dynamo.vllm", "--model", point.model, "--tensor-parallel-size", "1" if w.dp_attn else str(w.tp)]
         if w.ep > 1:
             argv += ["--enable-expert-parallel"]
         if w.dp_attn:
@@ -199,7 +201,7 @@ def render_vllm_nixl(point: Point) -> Deployment:
     for kind, w in (("prefill", point.prefill), ("decode", point.decode)):
         if w.num_worker == 0:
             continue
-        argv = ["vllm", "serve", point.model, "--tensor-parallel-size", str(w.tp), "--host", "0.0.0.0",
+        argv = ["vllm", "serve", point.model, "--tensor-parallel-size", "1" if w.dp_attn else str(w.tp), "--host", "0.0.0.0",
                 "--port", "{worker_port}"]
         if w.ep > 1:
             argv += ["--enable-expert-parallel"]
