@@ -34,6 +34,8 @@ _STAGE_CLIS = (
     "infx.results.cli",    # ingest
     "infx.report.cli",     # compare, report, serve
     "infx.interop.cli",    # export --format inferencex (and ingest --format inferencex)
+    "infx.repro.cli",      # verify, diff-env
+    "infx.sweep.rerun",    # repro
     "infx.demo",           # demo
 )
 
