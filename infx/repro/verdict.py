@@ -61,8 +61,9 @@ class ReproVerdict(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-def _samples(point_dirs: Sequence[Path], fn: Callable[[RequestRecord], float | None]) -> np.ndarray:
-    vals: list[float] = []
+def _samples(point_dirs: Sequence[Path]) -> dict[str, np.ndarray]:
+    """Per metric, the values of every measured (not warmup), successful request of the point directories."""
+    vals: dict[str, list[float]] = {name: [] for name in _METRICS}
     for d in point_dirs:
         path = d / RECORDS_FILE
         if not path.is_file():
@@ -70,10 +71,11 @@ def _samples(point_dirs: Sequence[Path], fn: Callable[[RequestRecord], float | N
         for r in iter_records(path):
             if r.warmup or not r.ok:
                 continue
-            v = fn(r)
-            if v is not None and np.isfinite(v):
-                vals.append(float(v))
-    return np.asarray(vals, dtype=float)
+            for name, fn in _METRICS.items():
+                v = fn(r)
+                if v is not None and np.isfinite(v):
+                    vals[name].append(float(v))
+    return {name: np.asarray(v, dtype=float) for name, v in vals.items()}
 
 
 def _bootstrap_ratio(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
@@ -113,8 +115,9 @@ def compare_point(original: Sequence[Path], rerun: Sequence[Path], *, margin: fl
     rng = np.random.default_rng(seed)
     one_trial = len(original) < 2 or len(rerun) < 2
     out: list[MetricVerdict] = []
-    for name, fn in _METRICS.items():
-        a, b = _samples(original, fn), _samples(rerun, fn)
+    sa, sb = _samples(original), _samples(rerun)
+    for name in _METRICS:
+        a, b = sa[name], sb[name]
         if len(a) < 2 or len(b) < 2:
             out.append(MetricVerdict(metric=name, original=float(np.median(a)) if len(a) else None,
                                      rerun=float(np.median(b)) if len(b) else None, ratio=None, n_original=len(a),
