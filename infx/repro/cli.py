@@ -52,19 +52,17 @@ def point_dirs(path: str | Path) -> list[tuple[str, Path]]:
 
 
 def verify_path(path: str | Path) -> VerifyReport:
-    """Verify every point under ``path``. Points in progress (no status) and gate rejects (never launched,
-    no bundle) are not counted; a measured point without a receipt is."""
-    from infx.results.layout import STATUS_FILE, PointStatus
+    """Verify every point under ``path``. A point without a receipt counts only when it holds a measurement
+    (``result.json`` or ``records.jsonl.gz``): gate rejects, launches that failed and points behind an engine
+    that died before them measured nothing, and a point in progress is not finished."""
+    from infx.results.layout import RECORDS_FILE, RESULT_FILE, STATUS_FILE
     from infx.results.receipt import has_receipt, verify_point_dir
 
     rep = VerifyReport()
     for label, d in point_dirs(path):
         if not has_receipt(d):
-            try:
-                st = PointStatus.model_validate_json((d / STATUS_FILE).read_text())
-            except (OSError, ValueError):
-                continue  # in progress or unreadable: nothing measured to prove
-            if st.state != "skipped":
+            measured = (d / RESULT_FILE).exists() or (d / RECORDS_FILE).exists()
+            if measured and (d / STATUS_FILE).exists():
                 rep.no_receipt.append(label)
             continue
         v = verify_point_dir(d)
