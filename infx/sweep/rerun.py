@@ -16,16 +16,22 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from infx.diagnostics import Diagnostic, InfxError, exit_on_error
 
+if TYPE_CHECKING:
+    from infx.repro.payload import BundlePayload
+    from infx.repro.verdict import ReproVerdict
+    from infx.sweep.driver import Prepared
+
 EXIT_FAILED = 1
 
 
-def prepare_rerun(bundle: Path, results: Path, run_id: str, backend: str = "local"):  # type: ignore[no-untyped-def]
+def prepare_rerun(bundle: Path, results: Path, run_id: str, backend: str = "local"
+                  ) -> tuple[Prepared, BundlePayload]:
     """A prepared one-point sweep replaying ``bundle``'s launch into ``results/run_id``."""
     from infx.matrix.point import Point
     from infx.repro.diffenv import load_payload
@@ -44,17 +50,17 @@ def prepare_rerun(bundle: Path, results: Path, run_id: str, backend: str = "loca
     if payload.load is None:
         raise InfxError(Diagnostic("the bundle records no load profile", str(bundle)))
     point = Point.from_row(payload.point)
+    replayed = replay_launch(payload, 8000)  # before anything is written: a launch that cannot replay stops here
+    if replayed.fingerprint != payload.config_hash:
+        raise InfxError(Diagnostic(f"the replayed launch's config hash {replayed.fingerprint[:16]} differs from "
+                                   f"the recorded {str(payload.config_hash)[:16]} (a withheld secret has another "
+                                   "value here?)", str(bundle)))
     rd = RunDir(results, run_id)
     rd.root.mkdir(parents=True, exist_ok=True)
     replay_file = rd.root / "replay" / f"{payload.point_id}.json"
     from infx.atomic import write_text
 
-    write_text(replay_file, payload.model_dump_json(indent=1) + "\n")
-    replayed = replay_launch(payload, 8000)
-    if replayed.fingerprint != payload.config_hash:
-        raise InfxError(Diagnostic(f"the replayed launch's config hash {replayed.fingerprint[:16]} differs from "
-                                   f"the recorded {str(payload.config_hash)[:16]} (a withheld secret has another "
-                                   "value here?)", str(bundle)))
+    write_text(replay_file, payload.model_dump_json(indent=1) + "\n")  # what `infx run-group` replays on a node
     req = RunRequest(config_files=[], runner_config="", config_keys=[payload.point_id], results=str(results),
                      run_id=run_id, workspace=str(current().root), backend=backend,  # type: ignore[arg-type]
                      preflight=False, load=LoadProfile.model_validate(payload.load.profile),
@@ -71,7 +77,8 @@ def register(app: typer.Typer) -> None:
         source: Path = typer.Argument(..., help="A point directory or a copy of one (its bundle), or its "
                                       "receipt.json."),
         backend: str = typer.Option("local", "--backend", help="local | slurm"),
-        trials: int = typer.Option(1, "--trials", help="Rerun the point N times (one run each)."),
+        trials: int = typer.Option(1, "--trials", help="Rerun the point N times, one run (and launch) each: the "
+                                   "sweep has no trials of its own yet."),
         results: Optional[Path] = typer.Option(None, "--results", help="Results directory for the rerun "
                                                "(default: the workspace's results/)."),
         margin: float = typer.Option(0.03, "--margin", help="Practical margin of the verdict (0.03: 3%)."),
@@ -133,7 +140,7 @@ def _pid_of(bundle: Path) -> str:
     return load_payload(bundle).point_id
 
 
-def _print_verdict(v) -> None:  # type: ignore[no-untyped-def]
+def _print_verdict(v: ReproVerdict) -> None:
     for m in v.metrics:
         ci = f"[{m.ci_low:.3f}, {m.ci_high:.3f}]" if m.ci_low is not None and m.ci_high is not None else "-"
         ratio = f"{m.ratio:.3f}" if m.ratio is not None else "-"

@@ -110,3 +110,16 @@ def test_verify_accepts_results_run_point_and_receipt_and_rejects_bad_input(bund
     (tmp_path / "empty").mkdir()
     bad = infx("verify", str(tmp_path / "empty"))
     assert bad.returncode == 2 and "not a results directory" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_repro_refuses_a_tampered_bundle_and_a_non_bundle(bundled: Path, tmp_path: Path) -> None:
+    """Nothing is launched: the bundle is verified before any run directory exists."""
+    (bundled / "engine.log").write_text("edited\n")
+    r = infx("repro", str(bundled), "--results", str(tmp_path / "out"), cwd=tmp_path)
+    assert r.returncode == 2 and "refusing to rerun" in r.stderr and "changed: engine.log" in r.stderr
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "plain").mkdir()
+    r = infx("repro", str(tmp_path / "plain"), cwd=tmp_path)
+    assert r.returncode == 2 and "not a bundle" in r.stderr and "Traceback" not in r.stderr
+    r = infx("repro", str(bundled), "--trials", "0", cwd=tmp_path)
+    assert r.returncode == 2 and "--trials" in r.stderr
