@@ -132,7 +132,8 @@ class RecipeSection(_Model):
 
 class ImageSection(_Model):
     reference: str | None = None
-    digest: str | None = None  # the registry digest when it was resolved (manifest images), else None
+    digest: str | None = None  # the registry digest when known, else None
+    digest_source: Literal["manifest", "reference", "images-lock"] | None = None
     runtime: str | None = None  # local | docker | podman | slurm
 
 

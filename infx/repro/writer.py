@@ -8,6 +8,7 @@ shapes look like credentials are replaced by ``***`` (and listed by name in ``re
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import time
@@ -95,7 +96,7 @@ def build_payload(point_dir: Path, ctx: BundleContext) -> BundlePayload:
         run_id=ctx.run_id, point_id=ctx.point.point_id, written_at=time.time(), host=socket.gethostname(),
         point=ctx.point.to_row(), config_hash=launch.fingerprint if launch else None, launch=red_launch,
         argv_template=template, process_env=proc_env, redacted=sorted(set(redacted)),
-        recipe=_recipe(launch), image=_image(point_dir, ctx.point, launch),
+        recipe=_recipe(launch), image=_image(point_dir, ctx.point, launch, ctx.workspace_root),
         versions=ctx.versions or versions(launch.engine if launch else ctx.point.framework, server_version),
         inputs=_inputs(point_dir, ctx, config), load=_load(ctx.load, config), telemetry=ctx.telemetry,
         evals=ctx.evals or EvalSettings(), inventory=ctx.inventory or cached_inventory(),
@@ -134,15 +135,46 @@ def _recipe(launch: Launch | None) -> RecipeSection:
     return sec
 
 
-def _image(point_dir: Path, point: Point, launch: Launch | None) -> ImageSection:
+def _image(point_dir: Path, point: Point, launch: Launch | None, workspace_root: str | None) -> ImageSection:
+    """The image reference and its digest: from the run manifest when it resolved one, else from a
+    ``name@sha256:...`` reference, else from the workspace's images lock (the digest the pin was reviewed at).
+    No registry is asked while a sweep runs."""
     ref = launch.image if launch else point.image
-    digest = None
+    sec = ImageSection(reference=ref, runtime=launch.runtime if launch else None)
     try:
         manifest = RunManifest.model_validate_json((point_dir.parents[1] / MANIFEST).read_text())
         digest = next((i.digest for i in manifest.images if i.image == ref and i.digest), None)
     except (OSError, ValueError):
-        pass
-    return ImageSection(reference=ref, digest=digest, runtime=launch.runtime if launch else None)
+        digest = None
+    if digest:
+        sec.digest, sec.digest_source = digest, "manifest"
+    elif "@sha256:" in ref:
+        sec.digest, sec.digest_source = ref.split("@", 1)[1], "reference"
+    elif workspace_root:
+        locked = _images_lock(workspace_root).get(ref)
+        if locked:
+            sec.digest, sec.digest_source = locked, "images-lock"
+    return sec
+
+
+def _images_lock(workspace_root: str) -> dict[str, str]:
+    try:
+        from infx.workspace import at
+
+        path = at(workspace_root).images_lock
+        if not path.is_file():
+            return {}
+        st = path.stat()
+        return _lock_cached(str(path), st.st_size, st.st_mtime_ns)
+    except Exception:  # noqa: BLE001 - a bad lock is preflight's to report; the bundle just has no digest
+        return {}
+
+
+@functools.lru_cache(maxsize=4)
+def _lock_cached(path: str, size: int, mtime_ns: int) -> dict[str, str]:
+    from infx.preflight.images import load_images_lock
+
+    return dict(load_images_lock(path).images)
 
 
 def _inputs(point_dir: Path, ctx: BundleContext, config: dict[str, Any]) -> Inputs:

@@ -117,3 +117,25 @@ def test_replay_restores_env_secrets_and_reproduces_the_config_hash(tmp_path: Pa
     monkeypatch.setenv("HF_TOKEN", "hf_another_value_here")
     assert replay_launch(payload, 9000).fingerprint != launch.fingerprint
     json.dumps(payload.model_dump(mode="json"))
+
+
+def test_image_digest_from_the_reference_or_the_images_lock(tmp_path: Path) -> None:
+    from infx.results.layout import ResultsDir
+    from infx.results.synthetic import make_manifest
+    from tests.sweep.fakes import make_point
+
+    locked = "vllm/vllm-openai-rocm:nightly-rocm100-3df4ae153eb385e27b52f26c81f8edb9e20b9984"
+    lock_digest = "sha256:eccb72b74b8c04ce7406d9212e200b129f58e24be642795a857f755a94fdb3a1"
+    assert lock_digest in (REPO / "configs/images.lock").read_text()
+    pinned = "registry.example/eng@sha256:" + "ab" * 32
+    got = {}
+    for name, image in (("lock", locked), ("ref", pinned), ("none", "registry.example/eng:latest"),
+                        ("manifest", locked)):
+        if name != "manifest":  # a run manifest that resolved no digest
+            ResultsDir(tmp_path / name).write_manifest(make_manifest("run1").model_copy(update={"images": []}))
+        p = make_point(prefix=name, image=image)
+        got[name] = load_payload(bundle(tmp_path / name, "run1", p, None)).image
+    assert got["manifest"].digest_source == "manifest"  # the synthetic manifest resolved the locked image
+    assert (got["lock"].digest, got["lock"].digest_source) == (lock_digest, "images-lock")
+    assert (got["ref"].digest, got["ref"].digest_source) == ("sha256:" + "ab" * 32, "reference")
+    assert (got["none"].digest, got["none"].digest_source) == (None, None)
