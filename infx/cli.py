@@ -35,6 +35,8 @@ _STAGE_CLIS = (
     "infx.report.cli",     # compare, report, serve
     "infx.report.costcli", # cost show|export (the cost table, priced results)
     "infx.interop.cli",    # export --format inferencex (and ingest --format inferencex)
+    "infx.repro.cli",      # verify, diff-env
+    "infx.sweep.rerun",    # repro
     "infx.demo",           # demo
 )
 

@@ -33,6 +33,7 @@ LAYERS: list[set[str]] = [
     {"interop"},       # InferenceX result files in and out (reads the store; the analysis and report build on it)
     {"analysis"},
     {"report"},
+    {"repro"},         # repro bundles: receipt payloads, inventory, diff-env, the rerun verdict (the sweep writes them)
     {"sweep"},
     {"workflows"},
     {"scaffold"},

@@ -47,6 +47,7 @@ from infx.results.layout import (
     ResultsDir,
     RunManifest,
 )
+from infx.results.receipt import RECEIPT_FILE, has_receipt, verify_point_dir
 from infx.results.sqlite_open import LOCK_WAIT_S, open_for_writing
 from infx.results.telemetry_rows import COLUMNS as _TELEMETRY_COLS
 from infx.results.telemetry_rows import MIGRATION_4, telemetry_row
@@ -347,6 +348,10 @@ def make_bundle(run_id: str, point: Point, status: PointStatus, result: BenchRes
 def read_bundle(results: ResultsDir, run_id: str, point_id: str) -> PointBundle:
     """Read and validate one point directory; raises InfxError (nothing written) when bad."""
     d = results.point_dir(run_id, point_id)
+    if has_receipt(d):  # a bundle's receipt must verify; points without one (older results) still ingest
+        check = verify_point_dir(d)
+        if not check.ok:
+            raise InfxError(Diagnostic(f"point {point_id} refused: {check.reason()}", str(d / RECEIPT_FILE)))
     pf = results.read_point(run_id, point_id)
     status = results.read_status(run_id, point_id)
     result: BenchResult | None = None

@@ -366,7 +366,7 @@ def run_planned_groups(rd: Any, plan: Any, fingerprints: list[str]) -> int:
     from infx.sweep.local import LocalMeasurer, LocalStarter, kv_calibrator
     from infx.sweep.orchestrator import Orchestrator
     from infx.sweep.progress import Progress
-    from infx.sweep.rendering import renderer_at_port
+    from infx.sweep.rendering import renderer_at_port, replay_renderer
     from infx.workspace import set_override
 
     _sigterm_as_interrupt()
@@ -376,7 +376,8 @@ def run_planned_groups(rd: Any, plan: Any, fingerprints: list[str]) -> int:
         return 0
     if plan.request.workspace:  # a Slurm node works in the workspace the run was prepared in
         set_override(Path(plan.request.workspace))
-    render = renderer_at_port(plan.request.recipes, workspace_of(plan.request))
+    render = (replay_renderer(plan.request.replay) if plan.request.replay
+              else renderer_at_port(plan.request.recipes, workspace_of(plan.request)))
     planned = {g.fingerprint: g for g in plan.groups}
     groups = []
     for fp in fingerprints:

@@ -86,6 +86,7 @@ class RunRequest(BaseModel):
     baseline_run: str | None = None  # the run this one is compared with in reports
     description: str = ""
     telemetry: TelemetryOptions = Field(default_factory=TelemetryOptions)  # power, energy, engine state
+    replay: str | None = None  # `infx repro`: a bundle payload whose recorded launch is run instead of rendering
 
 
 class PlannedGroup(BaseModel):

@@ -39,6 +39,7 @@ from infx.results.layout import (
     StartupSummary,
     read_model,
 )
+from infx.results.receipt import discard_receipt
 
 __all__ = ["RunDir", "GroupRecord", "PointStatus", "StartupSummary", "RunManifest", "ENGINE_LOG", "RESULT_FILE",
            "STATUS_FILE", "write_model"]
@@ -150,6 +151,7 @@ class RunDir:
         point reads as never measured, so a result written in between is never trusted under an old status)."""
         path = self.point_dir(point_id) / STATUS_FILE
         path.unlink(missing_ok=True)
+        discard_receipt(path.parent)  # nor is an old repro receipt kept over the new files
         if path.parent.is_dir():
             fd = os.open(path.parent, os.O_RDONLY)
             try:

@@ -35,6 +35,8 @@ from infx.atomic import write_text
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.sweep import events as ev
+from infx.results.receipt import discard_receipt
+from infx.sweep.bundle import finalise_point
 from infx.sweep.executors import (
     EngineStarter,
     LaunchFailed,
@@ -272,6 +274,7 @@ class Orchestrator:
                                dead.log_tail, summary)
                     continue
                 dead = self._measure_point(point, group, engine, facts, summary)
+                finalise_point(self.run_dir, point, group, engine, self.measurer, self.evaluator, self.emit)
             if dead is not None:
                 record.state, record.reason = "failed", f"engine-died:{dead.reason}"
             elif summary.failed:
@@ -329,6 +332,7 @@ class Orchestrator:
         pdir = self.run_dir.point_dir(pid)
         pdir.mkdir(parents=True, exist_ok=True)
         (pdir / EVAL_STATUS_FILE).unlink(missing_ok=True)
+        discard_receipt(pdir)  # the point's files change: its receipt is written again after the eval
         self.emit(ev.Note(f"point {pid}: accuracy eval"))
         try:
             st = self.evaluator.evaluate(point, engine, pdir, group.fingerprint)

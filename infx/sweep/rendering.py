@@ -28,3 +28,18 @@ def renderer_at_port(recipes_path: str | None, workspace: Workspace | None = Non
         return render_launch(point, recipes, port=port)
 
     return render
+
+
+def replay_renderer(payload_file: str) -> RenderAtPort:
+    """``(point, port) -> Launch``: the launch a repro bundle recorded (``infx repro``), on ``port``.
+    Values the bundle withheld as secrets come from this process's environment (a Slurm job inherits the
+    submitter's); the fingerprint is taken again over the restored launch, so a launch that differs in any
+    way from the recorded one fails the starter's fingerprint check."""
+    from infx.repro.replay import load_replay, replay_launch
+
+    payload = load_replay(payload_file)
+
+    def render(point: Point, port: int, **_: Any) -> Any:
+        return replay_launch(payload, port)
+
+    return render
