@@ -6,6 +6,13 @@ healthy together), then the router once every worker answers its readiness endpo
 own readiness. A role that exits at any time is reported with its name, exit status and log tail.
 Teardown stops the router first, then every worker group (SIGTERM, SIGKILL after a grace period), waits
 until each group is empty and removes the KV connector's shared directory.
+
+Ports (:mod:`infx.engines.ports`): a role that loses its port before it is ready (the pre-start check, or
+the role exiting with "address already in use") is relaunched on a new port through ``repick`` (the caller
+re-renders the deployment with that role's new port; the router is rendered only once its workers are ready,
+so it learns their final ports), at most ``claims.attempts`` launches per role; each retry is a
+:class:`~infx.engines.ports.PortRetry` in ``claims.retries``. A role failing for any other reason is never
+relaunched.
 """
 
 from __future__ import annotations
@@ -17,11 +24,13 @@ import signal
 import subprocess
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from infx.engines.disagg.model import Deployment, Role
 from infx.engines.disagg.placement import PlacementError, RolePlacement, place
+from infx.engines.ports import PortClaims, lost_port
 from infx.engines.server import _group_alive, http_ok, kill_group, port_is_free
 
 
@@ -70,14 +79,15 @@ class RoleProcess:
     stop_s: float | None = None
     argv: list[str] = field(default_factory=list)  # what was executed (srun-wrapped inside a Slurm job)
 
-    def start(self, placement: RolePlacement | None = None) -> None:
+    def start(self, placement: RolePlacement | None = None, append: bool = False) -> None:
+        """Start the role; ``append`` keeps the log of an earlier launch (one that lost its port)."""
         launch = self.role.launch
         if not port_is_free(launch.port, launch.host):
             raise RoleFailure(self.role.name, "port-in-use", f"port {launch.port} on {launch.host} is in use")
         env = dict(os.environ)
         env.update(launch.env)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "wb") as log:
+        with open(self.log_path, "ab" if append else "wb") as log:
             self.argv = step_argv(self.role.name, launch.argv, placement)
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          env=env, process_group=0)
@@ -101,6 +111,11 @@ class RoleProcess:
         if rc < 0:
             name = signal.Signals(-rc).name if -rc in signal.Signals._value2member_map_ else str(-rc)
             return RoleFailure(self.role.name, "killed", f"pid {self.proc.pid} killed by {name}", self.tail())
+        time.sleep(0.1)  # let the last lines reach the log file
+        lost = lost_port(self.role.launch.engine, self.log_text())
+        if lost is not None:
+            return RoleFailure(self.role.name, "port-in-use", f"pid {self.proc.pid} exited with code {rc}: {lost}",
+                               self.tail())
         return RoleFailure(self.role.name, "exited", f"pid {self.proc.pid} exited with code {rc}", self.tail())
 
     def stop(self, grace: float = 15.0) -> None:
@@ -131,6 +146,11 @@ class DeploymentProcess:
     startup_s: float | None = None
     placed: dict[str, RolePlacement] = field(default_factory=dict)  # inside a Slurm job: each role's nodes
     teardown_s: float | None = None
+    claims: PortClaims = field(default_factory=PortClaims)  # launches per role, port retries
+    # role name -> the deployment rendered again with a new port for that role (None: a lost port is final)
+    repick: Callable[[str], Deployment] | None = None
+    # called once every worker is ready, before the router starts: the deployment with the entry ports picked now
+    before_entries: Callable[[], Deployment] | None = None
 
     def __post_init__(self) -> None:
         self.roles = [RoleProcess(r, self.log_dir / f"{self.log_prefix}.{r.name}.log") for r in self.deployment.roles]
@@ -156,16 +176,60 @@ class DeploymentProcess:
         except PlacementError as exc:
             raise RoleFailure(exc.role, "placement", str(exc)) from None
 
+    def use(self, deployment: Deployment) -> None:
+        """Take a re-rendered deployment (new ports): every role's launch from it, by name."""
+        self.deployment = deployment
+        for rp in self.roles:
+            rp.role = deployment.role(rp.role.name)
+
+    def _start(self, rp: RoleProcess) -> None:
+        """Start one role; a port found taken before the start is relaunched at once (within the bound)."""
+        while True:
+            append = self.claims.launches(rp.role.name) > 0
+            self.claims.launched(rp.role.name)
+            try:
+                rp.start(self.placed.get(rp.role.name), append=append)
+                return
+            except RoleFailure as exc:
+                if not self._relaunch_needed(rp, exc):
+                    raise
+
+    def _relaunch_needed(self, rp: RoleProcess, failure: RoleFailure) -> bool:
+        """A role lost its port before it was ready: record it, take a new port; True when it may start again."""
+        if failure.kind != "port-in-use" or self.repick is None:
+            return False
+        name = rp.role.name
+        again = self.claims.may_retry(name)
+        fresh = self.repick(name) if again else None
+        retry = self.claims.record(name, rp.role.launch.port, failure.message,
+                                   fresh.role(name).launch.port if fresh is not None else None)
+        with open(rp.log_path, "a") as fh:
+            fh.write(self.claims.note(retry))
+        if fresh is None:
+            failure.message += f" (lost its port on each of {self.claims.attempts} launches)"
+            return False
+        self.use(fresh)
+        return True
+
     def start_workers(self) -> None:
         self.started_at = time.monotonic()
         self.placed = self.placements()
         for rp in self.workers:
-            rp.start(self.placed.get(rp.role.name))
+            self._start(rp)
 
     def _await(self, group: list[RoleProcess], deadline: float, poll: float) -> None:
         pending = list(group)
         while pending:
-            self.check()
+            for rp in self.roles:
+                failure = rp.exit_failure()
+                if failure is None:
+                    continue
+                if rp in pending and self._relaunch_needed(rp, failure):  # lost its port before it was ready
+                    rp.stop(grace=2.0)  # whatever the failed launch left in its group
+                    rp.stop_s = None
+                    self._start(rp)
+                    continue
+                raise failure
             for rp in list(pending):
                 if http_ok(rp.role.launch.readiness_url, timeout=1.0):
                     rp.ready_s = time.monotonic() - self.started_at
@@ -181,8 +245,10 @@ class DeploymentProcess:
         """Every worker ready, then the router started and ready. Returns the deployment start-up seconds."""
         deadline = (self.started_at or time.monotonic()) + timeout
         self._await(self.workers, deadline, poll)
+        if self.before_entries is not None:  # entry ports are picked now, right before their start
+            self.use(self.before_entries())
         for rp in self.entries:
-            rp.start(self.placed.get(rp.role.name))
+            self._start(rp)
         self._await(self.entries, deadline, poll)
         self.startup_s = time.monotonic() - self.started_at
         return self.startup_s
