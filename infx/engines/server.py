@@ -145,12 +145,13 @@ class EngineProcess:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self, launch: Launch, log_path: str | Path, *, cwd: str | Path | None = None,
-              append: bool = False) -> None:
-        """Launch the engine; a busy port is reported before anything is started. ``append``: keep what
-        the log holds (an earlier launch that lost its port)."""
+              append: bool = False, check_port: bool = True) -> None:
+        """Launch the engine; a busy port is reported before anything is started (``check_port``; a
+        port picked just now is not checked again: the engine's own bind is the check, and a lost port is
+        relaunched, see :class:`RetryingEngine`). ``append``: keep what the log holds (an earlier launch)."""
         if launch.runtime != "local":
             raise ValueError(f"EngineProcess runs local launches only, not runtime {launch.runtime!r}")
-        if not port_is_free(launch.port, launch.host):
+        if check_port and not port_is_free(launch.port, launch.host):
             raise EngineFailure(
                 FailureKind.PORT_IN_USE,
                 f"port {launch.port} on {launch.host} is already in use by another process; "
@@ -284,7 +285,9 @@ class RetryingEngine:
             self.claims.launched(self.role)
             try:
                 self.proc = EngineProcess()
-                self.proc.start(launch, self.log_path, append=append)
+                # a port the user fixed is checked first (a clear error); a picked one is claimed by the
+                # engine's own bind, the latest possible moment (a lost one is relaunched)
+                self.proc.start(launch, self.log_path, append=append, check_port=self.fixed_port is not None)
                 return
             except EngineFailure as exc:
                 if not self._relaunch(exc, port):

@@ -79,10 +79,12 @@ class RoleProcess:
     stop_s: float | None = None
     argv: list[str] = field(default_factory=list)  # what was executed (srun-wrapped inside a Slurm job)
 
-    def start(self, placement: RolePlacement | None = None, append: bool = False) -> None:
-        """Start the role; ``append`` keeps the log of an earlier launch (one that lost its port)."""
+    def start(self, placement: RolePlacement | None = None, append: bool = False, check_port: bool = True) -> None:
+        """Start the role; ``append`` keeps the log of an earlier launch (one that lost its port).
+        ``check_port``: report a busy port before the start (off where a lost port is relaunched: the
+        role's own bind claims it, as late as possible)."""
         launch = self.role.launch
-        if not port_is_free(launch.port, launch.host):
+        if check_port and not port_is_free(launch.port, launch.host):
             raise RoleFailure(self.role.name, "port-in-use", f"port {launch.port} on {launch.host} is in use")
         env = dict(os.environ)
         env.update(launch.env)
@@ -188,7 +190,7 @@ class DeploymentProcess:
             append = self.claims.launches(rp.role.name) > 0
             self.claims.launched(rp.role.name)
             try:
-                rp.start(self.placed.get(rp.role.name), append=append)
+                rp.start(self.placed.get(rp.role.name), append=append, check_port=self.repick is None)
                 return
             except RoleFailure as exc:
                 if not self._relaunch_needed(rp, exc):
