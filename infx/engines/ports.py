@@ -81,10 +81,10 @@ def _first_port(key: str) -> int | None:
 def pick_port(key: str = "engine", host: str = "127.0.0.1", avoid: Iterable[int] = ()) -> int:
     """The port for ``key``'s next launch on ``host``: ``INFX_PORTS_FIRST``'s once, else a free one
     the kernel gives that is not in ``avoid`` (ports this launch already uses or lost)."""
-    first = _first_port(key)
-    if first is not None:
-        return first
     taken = set(avoid)
+    first = _first_port(key)
+    if first is not None and first not in taken:
+        return first
     while True:
         port = kernel_port(host)
         if port not in taken:

@@ -141,6 +141,7 @@ class EngineProcess:
         self.launch: Launch | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path: Path | None = None
+        self.log_offset = 0  # where this launch's lines start in the log
         self.started_at: float | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -165,6 +166,8 @@ class EngineProcess:
             launch.write_files(cwd)
         env = dict(os.environ)
         env.update(launch.env)
+        # an appended log is read from here on: this launch's failure is classified from its own lines only
+        self.log_offset = self.log_path.stat().st_size if append and self.log_path.exists() else 0
         with open(self.log_path, "ab" if append else "wb") as log:
             self.proc = subprocess.Popen(
                 launch.argv,
@@ -185,10 +188,13 @@ class EngineProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def log_text(self) -> str:
+        """This launch's log (an earlier launch's lines in the same file are not part of it)."""
         if not self.log_path:
             return ""
         try:
-            return self.log_path.read_text(errors="replace")
+            with open(self.log_path, "rb") as fh:
+                fh.seek(self.log_offset)
+                return fh.read().decode(errors="replace")
         except FileNotFoundError:
             return ""
 

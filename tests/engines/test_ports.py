@@ -105,3 +105,19 @@ def test_a_port_the_user_fixed_is_reported_not_changed(tmp_path: Path) -> None:
             engine.start()
     assert exc.value.kind is FailureKind.PORT_IN_USE and f"port {port}" in exc.value.message
     assert engine.retries == [] and engine.proc.proc is None  # nothing was started
+
+
+def test_a_relaunch_failing_for_another_reason_is_not_relaunched_again(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The relaunch is judged on its own lines: the earlier launch's "address already in use" (kept in the same
+    log) does not turn a later out-of-memory into another lost port."""
+    with held_port() as port:
+        monkeypatch.setenv(ports.PORTS_FIRST_ENV, f"engine={port}")
+        engine = RetryingEngine(lambda p: fake_launch(p, mode="ok" if p == port else "oom"), tmp_path / "e.log")
+        engine.start()
+        with pytest.raises(EngineFailure) as exc:
+            engine.wait_ready(30)
+    assert exc.value.kind is FailureKind.OOM_LOADING
+    assert [r.port for r in engine.retries] == [port] and engine.claims.launches("engine") == 2
+    text = (tmp_path / "e.log").read_text()
+    assert "Address already in use" in text and "CUDA out of memory" in text  # both launches kept

@@ -88,11 +88,13 @@ def _disagg_point() -> Point:
     return p
 
 
-def _fake_deployment(modes: dict[str, str]) -> Any:
-    """``render_at_port`` for a multinode point: prefill, decode and a router, each a stand-in server."""
+def _fake_deployment(modes: dict[str, Any]) -> Any:
+    """``render_at_port`` for a multinode point: prefill, decode and a router, each a stand-in server
+    (``modes[role]``: its mode, or a function of its port giving the mode)."""
     def render(point: Point, port: int, *, ports: dict[str, int], kv_dir: str) -> Deployment:
         def role(name: str, kind: str, key: str) -> Role:
-            launch: Launch = fake_launch(ports[key], mode=modes.get(name, "ok"),
+            mode = modes.get(name, "ok")
+            launch: Launch = fake_launch(ports[key], mode=mode(ports[key]) if callable(mode) else mode,
                                          engine="vllm-router" if kind == "router" else "vllm")
             return Role(name=name, kind=kind, launch=launch)  # type: ignore[arg-type]
 
@@ -142,3 +144,18 @@ def test_deployment_role_failing_for_another_reason_is_not_relaunched(tmp_path: 
     roles = {r["name"]: r for r in rec["roles"]}
     assert roles["decode"]["launches"] == 1 and rec["port_retries"] == []
     assert roles["router"]["launches"] == 0  # never started: a worker failed first
+
+
+def test_deployment_role_relaunched_for_its_port_then_failing_otherwise_keeps_that_class(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    point = _disagg_point()
+    group = LaunchGroup(fingerprint="fp-disagg", points=[point])
+    with held_port() as port:
+        monkeypatch.setenv(ports.PORTS_FIRST_ENV, f"decode_0={port}")
+        # the first launch really loses the held port; the relaunch fails for another reason
+        rd, summary, m = _run(tmp_path, group, _fake_deployment({"decode": lambda p: "ok" if p == port else "oom"}))
+    st = rd.read_status(point.point_id)
+    assert st is not None and st.failure_class == "launch-failed:deployment-role-exited:decode", st
+    assert st.startup is not None and [r.port for r in st.startup.port_retries] == [port]  # kept on a failure too
+    rec = json.loads(next((rd.root / "groups").glob("*.deployment.json")).read_text())
+    assert {r["name"]: r["launches"] for r in rec["roles"]}["decode"] == 2

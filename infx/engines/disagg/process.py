@@ -78,6 +78,7 @@ class RoleProcess:
     ready_s: float | None = None
     stop_s: float | None = None
     argv: list[str] = field(default_factory=list)  # what was executed (srun-wrapped inside a Slurm job)
+    log_offset: int = 0  # where this launch's lines start in the log (earlier launches lost their port)
 
     def start(self, placement: RolePlacement | None = None, append: bool = False, check_port: bool = True) -> None:
         """Start the role; ``append`` keeps the log of an earlier launch (one that lost its port).
@@ -89,6 +90,8 @@ class RoleProcess:
         env = dict(os.environ)
         env.update(launch.env)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        # an appended log is read from here on: this launch's failure is classified from its own lines only
+        self.log_offset = self.log_path.stat().st_size if append and self.log_path.exists() else 0
         with open(self.log_path, "ab" if append else "wb") as log:
             self.argv = step_argv(self.role.name, launch.argv, placement)
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -98,8 +101,11 @@ class RoleProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def log_text(self) -> str:
+        """This launch's log (an earlier launch's lines in the same file are not part of it)."""
         try:
-            return self.log_path.read_text(errors="replace")
+            with open(self.log_path, "rb") as fh:
+                fh.seek(self.log_offset)
+                return fh.read().decode(errors="replace")
         except FileNotFoundError:
             return ""
 
