@@ -61,23 +61,27 @@ class LocalDeployment:
     def __init__(self, deployment: Any, log_path: Path, kv_dir: Path | None, ready_timeout_cap: float | None = None,
                  render: Any = None, ports: dict[str, int] | None = None, claims: Any = None):
         """``render(ports) -> Deployment`` renders the deployment again with other ports (``ports``: the
-        ones ``deployment`` was rendered with); without it a lost port is not retried."""
+        ones ``deployment`` was rendered with); without it the ports are fixed and a lost one is final."""
         from infx.engines.disagg.process import DeploymentProcess
+        from infx.engines.disagg.vllm_pd import port_keys
         from infx.engines.ports import PortClaims
 
-        self.deployment = deployment
+        self.planned = deployment
         self.log_path = log_path
         self.ready_timeout_cap = ready_timeout_cap
         self.render = render
-        self.ports = dict(ports or {})
         prefix = log_path.name.split(".", 1)[0]
         self.proc = DeploymentProcess(deployment, log_path.parent, prefix, kv_dir=kv_dir, claims=claims or PortClaims(),
-                                      repick=self._repick if render is not None else None,
-                                      before_entries=self._entry_ports if render is not None else None)
+                                      render=self._render_checked if render is not None else None,
+                                      ports=dict(ports or {}), keys_of=port_keys)
         self.record_path = log_path.parent / f"{prefix}.deployment.json"
         self.evidence: dict[str, float] = {}
 
     # what the measurer reads, from the deployment as last rendered (ports change when one is lost)
+    @property
+    def deployment(self) -> Any:
+        return self.proc.deployment
+
     @property
     def launch(self) -> Any:
         return self.proc.deployment
@@ -94,35 +98,11 @@ class LocalDeployment:
     def model_path(self) -> str:
         return str(self.proc.deployment.model_path)
 
-    def _rerender(self, ports: dict[str, int]) -> Any:
+    def _render_checked(self, ports: dict[str, int]) -> Any:
         fresh = self.render(ports)
-        if fresh.fingerprint != self.deployment.fingerprint:
+        if fresh.fingerprint != self.planned.fingerprint:
             raise LaunchFailed("fingerprint-drift", "the deployment rendered with new ports differs from the planned one")
-        self.ports = ports
-        self.deployment = fresh
         return fresh
-
-    def _repick(self, role: str) -> Any:
-        """The deployment with a new port for ``role`` (it lost its own); every other port stays."""
-        from infx.engines.disagg.vllm_pd import port_keys
-
-        ports = dict(self.ports)
-        for key in port_keys(role):
-            ports[key] = self.proc.claims.pick(key, ports.values())
-        self._log(f"role {role} lost its port; relaunching it on "
-                  + ", ".join(f"{k}={ports[k]}" for k in port_keys(role)))
-        return self._rerender(ports)
-
-    def _entry_ports(self) -> Any:
-        """Every worker is ready: the router's ports are picked now, right before it starts."""
-        from infx.engines.disagg.vllm_pd import port_keys
-
-        ports = dict(self.ports)
-        taken = {v for k, v in ports.items() if k not in port_keys("router")}
-        for key in port_keys("router"):
-            ports[key] = self.proc.claims.pick(key, taken)
-            taken.add(ports[key])
-        return self._rerender(ports)
 
     def _log(self, msg: str) -> None:
         with open(self.log_path, "a") as fh:
@@ -134,7 +114,8 @@ class LocalDeployment:
         self._log(f"{self.deployment.framework} deployment {self.deployment.fingerprint[:16]}: "
                   + ", ".join(f"{r.name} x{r.count} on :{r.launch.port}" for r in self.deployment.roles
                               if r.kind not in ("router", "frontend"))
-                  + ("; the router's port is picked once the workers are ready" if self.render is not None else ""))
+                  + ("; the router's port is picked once the workers are ready" if self.render is not None else "")
+                  + ("; each role's step picks its own port on its node" if self.proc.step_ports else ""))
         try:
             self.proc.start_workers()
         except RoleFailure as exc:
@@ -209,6 +190,7 @@ class LocalDeployment:
             "roles": [{"name": r.name, "kind": r.kind, "count": r.count, "gpus_per_instance": r.gpus_per_instance,
                        "argv": rp.role.launch.argv, "exec_argv": rp.argv, "port": rp.role.launch.port,
                        "launches": self.proc.claims.launches(r.name), "log": str(rp.log_path),
+                       "step_port": _step_record(self.proc, r.name),
                        "pid": rp.proc.pid if rp.proc else None, "ready_s": rp.ready_s, "stop_s": rp.stop_s,
                        "placement": self.proc.placed[r.name].model_dump() if r.name in self.proc.placed else None}
                       for r, rp in zip(d.roles, self.proc.roles)],
@@ -216,9 +198,20 @@ class LocalDeployment:
             "all_gone": self.proc.all_gone() if self.proc.teardown_s is not None else None,
             "pd_evidence": self.evidence,
             "port_retries": [r.model_dump(mode="json") for r in self.proc.claims.retries],
+            "step_ports": self.proc.step_ports,  # each role's step picked its port on its node (inside Slurm)
             "slurm_job": os.environ.get("SLURM_JOB_ID"), "slurm_steps": in_slurm_job(),
         }
         write_text(self.record_path, json.dumps(record, indent=2) + "\n")
+
+
+def _step_record(proc: Any, role: str) -> Any:
+    """What the role's step recorded when it picked its port (host, ports, pid); None when it did not."""
+    import json
+
+    try:
+        return json.loads(proc.step_record_path(role).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def start_deployment(render_at_port: Any, group: LaunchGroup, log_path: Path,

@@ -121,3 +121,34 @@ def test_a_relaunch_failing_for_another_reason_is_not_relaunched_again(tmp_path:
     assert [r.port for r in engine.retries] == [port] and engine.claims.launches("engine") == 2
     text = (tmp_path / "e.log").read_text()
     assert "Address already in use" in text and "CUDA out of memory" in text  # both launches kept
+
+
+def test_portstep_picks_records_and_becomes_the_role(tmp_path: Path) -> None:
+    """``python -m infx.engines.portstep``: the step's own pick replaces only the slotted tokens, is recorded,
+    and the role runs in the same process (exec)."""
+    import json
+    import subprocess
+    import sys
+
+    record = tmp_path / "decode.port.json"
+    code = "import os, sys; print(os.getpid(), *sys.argv[1:])"
+    r = subprocess.run([sys.executable, "-m", "infx.engines.portstep", "--record", str(record), "--avoid", "1,2",
+                        "--slot=decode_0=3:41000", "--slot=decode_0=5:41000", "--",
+                        sys.executable, "-c", code, "41000", "--max-model-len", "http://127.0.0.1:41000"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(record.read_text())
+    port = rec["ports"]["decode_0"]
+    assert port not in (1, 2)
+    pid, *args = r.stdout.strip().splitlines()[-1].split()
+    assert int(pid) == rec["pid"]  # exec: the recorded pid is the role's
+    assert args == [str(port), "--max-model-len", f"http://127.0.0.1:{port}"]
+
+
+def test_portstep_refuses_a_slot_that_does_not_match(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "infx.engines.portstep", "--record", str(tmp_path / "r.json"),
+                        "--slot=router=1:9999", "--", "true", "8000"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "does not match argv[1]" in r.stderr and not (tmp_path / "r.json").exists()

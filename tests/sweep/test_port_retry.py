@@ -96,6 +96,10 @@ def _fake_deployment(modes: dict[str, Any]) -> Any:
             mode = modes.get(name, "ok")
             launch: Launch = fake_launch(ports[key], mode=mode(ports[key]) if callable(mode) else mode,
                                          engine="vllm-router" if kind == "router" else "vllm")
+            if kind == "router":  # as vllm-router is told its workers (the stand-in ignores them)
+                launch = launch.model_copy(update={"argv": [*launch.argv, "--prefill", f"http://127.0.0.1:"
+                                                            f"{ports['prefill_0']}", "--decode",
+                                                            f"http://127.0.0.1:{ports['decode_0']}"]})
             return Role(name=name, kind=kind, launch=launch)  # type: ignore[arg-type]
 
         roles = [role("prefill", "prefill", "prefill_0"), role("decode", "decode", "decode_0"),
@@ -159,3 +163,44 @@ def test_deployment_role_relaunched_for_its_port_then_failing_otherwise_keeps_th
     assert st.startup is not None and [r.port for r in st.startup.port_retries] == [port]  # kept on a failure too
     rec = json.loads(next((rd.root / "groups").glob("*.deployment.json")).read_text())
     assert {r["name"]: r["launches"] for r in rec["roles"]}["decode"] == 2
+
+
+def test_step_ports_each_role_picks_and_records_its_own_port_and_the_router_learns_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Step ports (what a Slurm job uses: each role's step runs ``infx.engines.portstep`` on its node), here
+    without Slurm: the step picks the port, records it and becomes the role (same pid); a step that loses its
+    port is relaunched; the router is rendered with the ports the workers' steps recorded."""
+    from infx.engines.disagg.vllm_pd import port_keys
+    from infx.sweep.deployment import LocalDeployment, free_ports
+
+    point = _disagg_point()
+    render = _fake_deployment({})
+    claims = ports.PortClaims()
+    initial = free_ports(point, claims)
+    held_decode = None
+    with held_port() as port:
+        monkeypatch.setenv(ports.PORTS_FIRST_ENV, f"decode_0={port}")  # read by decode's step, not by us
+        dep = LocalDeployment(render(point, initial["router"], ports=initial, kv_dir=""), tmp_path / "fp.log", None,
+                              render=lambda p: render(point, p["router"], ports=p, kv_dir=""), ports=initial,
+                              claims=claims)
+        dep.proc.step_ports = True
+        dep.start()
+        try:
+            dep.wait_ready(60)
+            held_decode = port
+            rec = json.loads(dep.record_path.read_text())
+            roles = {r["name"]: r for r in rec["roles"]}
+            for name, r in roles.items():
+                step = r["step_port"]
+                assert step is not None and step["pid"] == r["pid"]  # the step became the role
+                assert r["port"] == step["ports"][port_keys(name)[0]]  # the deployment took the step's port
+                assert "infx.engines.portstep" in r["exec_argv"]
+            (retry,) = rec["port_retries"]
+            assert (retry["role"], retry["port"], retry["new_port"]) == ("decode", port, roles["decode"]["port"])
+            assert dep.base_url == f"http://127.0.0.1:{roles['router']['port']}"
+            router_argv = roles["router"]["argv"]  # the router learnt the ports the workers' steps recorded
+            assert router_argv[-1] == f"http://127.0.0.1:{roles['decode']['port']}"
+            assert router_argv[-3] == f"http://127.0.0.1:{roles['prefill']['port']}"
+        finally:
+            dep.stop()
+    assert held_decode == port and dep.proc.all_gone()
