@@ -5,9 +5,10 @@ server binds it seconds to minutes later (a vLLM start-up imports for ~10 s befo
 a deployment's router starts after ~80 s of worker start-up). Any process that binds in between takes it. No
 choice of number closes that window, so infx makes it short and survives it:
 
-* :meth:`PortClaims.pick` is called by the process that spawns the server, on the host that runs it (inside a
-  Slurm job: ``infx run-group`` on the compute node), immediately before the spawn; a deployment's router
-  port is picked only once every worker is ready;
+* :meth:`PortClaims.pick` is called on the host that binds the port, immediately before the start: by the
+  process that spawns the server (inside a Slurm job ``infx run-group`` on the compute node), or by a
+  deployment role's own Slurm step (:mod:`infx.engines.portstep`); a deployment's router port is picked only
+  once every worker is ready;
 * :func:`lost_port` is the one classifier of "this server exited because its port was taken" (vLLM,
   SGLang and TRT-LLM's uvicorn ``[Errno 98] ... address already in use``, vllm-router's ``Address already in
   use (os error 98)``), the engines stage's ``port-in-use`` failure kind;

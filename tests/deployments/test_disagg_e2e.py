@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -179,6 +180,16 @@ def test_cpu_disagg_deployment_on_real_slurm(tmp_path: Path, tiny_model_dir: Pat
     assert st is not None and st.state == "done", (st, slurm.job_log_tail(rd))
     rec = _assert_deployment_ran_and_is_gone(rd)
     _assert_lost_ports_relaunched(rd, st, rec, decode_0=decode, router=router)
+    # each role's step picked its port on the node it ran on and recorded it; the deployment (and the router,
+    # told the workers' URLs) took the recorded ports
+    assert rec["step_ports"] is True
+    by_name = {r["name"]: r for r in rec["roles"]}
+    for role in rec["roles"]:
+        step = role["step_port"]
+        assert step is not None and step["host"] == socket.gethostname(), role
+        assert role["port"] in step["ports"].values() and "infx.engines.portstep" in role["exec_argv"]
+    for worker in ("prefill", "decode"):
+        assert f"http://127.0.0.1:{by_name[worker]['port']}" in by_name["router"]["argv"]
     assert rec["slurm_steps"] is True and rec["slurm_job"] == plan["slurm_jobs"][0]["job_id"]
     # one step per role ran in the allocation
     for role in rec["roles"]:
