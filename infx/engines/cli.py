@@ -52,6 +52,8 @@ def up_cmd(
     except EngineFailure as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
+    for r in state.port_retries:  # never hidden: a launch that lost its port and was relaunched
+        typer.echo(f"note: launch {r.attempt} lost port {r.port} ({r.message}); relaunched on {r.new_port}", err=True)
     typer.echo(f"{state.base_url}  model={state.model}  pid={state.pid}  log={state.log_path}", err=True)
     typer.echo(state.base_url)
 

@@ -3,7 +3,9 @@
 ``infx engine up`` renders the ``tinyllama`` CPU recipe for a local point, builds the model if
 missing, starts the engine in its own process group, waits for ``/health`` and one streamed
 completion, and records an :class:`EngineState` under ``.infx/engine/``; ``infx engine down``
-reads it back and stops the process group.
+reads it back and stops the process group. Without ``--port`` the port is picked right before the start
+and a launch that loses it is relaunched on another (:class:`infx.engines.server.RetryingEngine`); the
+state records each retry.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ import os
 import time
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from infx import atomic
 from infx.engines.launch import Launch, fingerprint
-from infx.engines.server import EngineFailure, EngineProcess, kill_group
+from infx.engines.ports import PortRetry
+from infx.engines.server import EngineFailure, EngineProcess, RetryingEngine, kill_group
 from infx.engines.tiny_model import SERVED_NAME, default_model_dir, ensure_tiny_model
 from infx.workspace import current as current_workspace
 
@@ -35,6 +38,7 @@ class EngineState(BaseModel):
     log_path: str
     fingerprint: str
     started_at: float
+    port_retries: list[PortRetry] = Field(default_factory=list)  # launches that lost their port first
 
     @property
     def metrics_url(self) -> str:
@@ -99,15 +103,17 @@ def start_embedded(
 ) -> tuple[EngineProcess, EngineState]:
     """Start the embedded engine and wait until it serves; raise EngineFailure otherwise."""
     from infx.engines.probe import ProbeError, stream_completion
-    from infx.engines.server import free_port
 
     mdir = ensure_tiny_model(model_dir or default_model_dir())
-    launch = embedded_launch(mdir, port or free_port())
     log = Path(log_path) if log_path else state_dir(sdir) / "engine.log"
-    proc = EngineProcess()
-    proc.start(launch, log)
+    engine = RetryingEngine(lambda p: embedded_launch(mdir, p), log, port=port)
+    engine.start()
+    proc = engine.proc
     try:
-        proc.wait_ready(timeout)
+        engine.wait_ready(timeout)
+        proc = engine.proc
+        assert engine.launch is not None
+        launch = engine.launch
         try:
             stream_completion(launch.base_url, launch.served_model_name, max_tokens=probe_tokens, timeout=60)
         except ProbeError as exc:
@@ -116,7 +122,7 @@ def start_embedded(
             raise EngineFailure(FailureKind.CRASHED, f"/health answers but no completion streamed: {exc}",
                                 log_tail=tail(proc.log_text()), log_path=log) from None
     except BaseException:
-        proc.stop()
+        engine.proc.stop()
         raise
     assert proc.pid is not None
     state = EngineState(
@@ -129,6 +135,7 @@ def start_embedded(
         log_path=str(log),
         fingerprint=launch.fingerprint,
         started_at=time.time(),
+        port_retries=engine.retries,
     )
     return proc, state
 

@@ -10,6 +10,8 @@ responses arrived in one read and TPOT collapsed to ~0 (measured: 40-50% single-
 concurrency 1-4 with a separate session, none in the same session).
 While waiting for readiness the process is polled every few hundred milliseconds: an engine that
 dies is reported at once with its classified failure and log tail, not after the time-out.
+:class:`RetryingEngine` picks the port right before each start and relaunches an engine that lost its port
+(:mod:`infx.engines.ports`).
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from collections.abc import Callable
+
 from infx.engines.launch import Launch
 from infx.engines.logparse import FailureKind, StartupFacts, classify_failure, parse_startup_log, tail
+from infx.engines.ports import PortClaims, PortRetry, kernel_port
 
 
 class EngineFailure(Exception):
@@ -71,10 +76,9 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port the kernel says is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    """A port the kernel says is free right now (a promise only: launches pick through
+    :class:`infx.engines.ports.PortClaims` and retry a lost port; see :class:`RetryingEngine`)."""
+    return kernel_port(host)
 
 
 def http_ok(url: str, timeout: float = 2.0) -> bool:
@@ -137,14 +141,18 @@ class EngineProcess:
         self.launch: Launch | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path: Path | None = None
+        self.log_offset = 0  # where this launch's lines start in the log
         self.started_at: float | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def start(self, launch: Launch, log_path: str | Path, *, cwd: str | Path | None = None) -> None:
-        """Launch the engine; a busy port is reported before anything is started."""
+    def start(self, launch: Launch, log_path: str | Path, *, cwd: str | Path | None = None,
+              append: bool = False, check_port: bool = True) -> None:
+        """Launch the engine; a busy port is reported before anything is started (``check_port``; a
+        port picked just now is not checked again: the engine's own bind is the check, and a lost port is
+        relaunched, see :class:`RetryingEngine`). ``append``: keep what the log holds (an earlier launch)."""
         if launch.runtime != "local":
             raise ValueError(f"EngineProcess runs local launches only, not runtime {launch.runtime!r}")
-        if not port_is_free(launch.port, launch.host):
+        if check_port and not port_is_free(launch.port, launch.host):
             raise EngineFailure(
                 FailureKind.PORT_IN_USE,
                 f"port {launch.port} on {launch.host} is already in use by another process; "
@@ -158,7 +166,9 @@ class EngineProcess:
             launch.write_files(cwd)
         env = dict(os.environ)
         env.update(launch.env)
-        with open(self.log_path, "wb") as log:
+        # an appended log is read from here on: this launch's failure is classified from its own lines only
+        self.log_offset = self.log_path.stat().st_size if append and self.log_path.exists() else 0
+        with open(self.log_path, "ab" if append else "wb") as log:
             self.proc = subprocess.Popen(
                 launch.argv,
                 stdin=subprocess.DEVNULL,
@@ -178,10 +188,13 @@ class EngineProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def log_text(self) -> str:
+        """This launch's log (an earlier launch's lines in the same file are not part of it)."""
         if not self.log_path:
             return ""
         try:
-            return self.log_path.read_text(errors="replace")
+            with open(self.log_path, "rb") as fh:
+                fh.seek(self.log_offset)
+                return fh.read().decode(errors="replace")
         except FileNotFoundError:
             return ""
 
@@ -236,3 +249,79 @@ class EngineProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class RetryingEngine:
+    """One engine whose port is picked right before each start; a launch that loses its port (the
+    pre-start check, or the engine exiting with "address already in use" before it is ready) is relaunched
+    on a new port, up to ``claims.attempts`` launches. Every other failure is raised as it is.
+    ``port`` fixes the port (the user chose it): it is never changed, so a lost one is not retried."""
+
+    def __init__(self, render: Callable[[int], Launch], log_path: str | Path, *, claims: PortClaims | None = None,
+                 role: str = "engine", port: int | None = None, host: str = "127.0.0.1",
+                 prepare: Callable[[Launch], None] | None = None):
+        self.render = render
+        self.log_path = Path(log_path)
+        self.claims = claims or PortClaims(host)
+        self.role = role
+        self.fixed_port = port
+        self.prepare = prepare  # run on the first rendered launch before its start (e.g. build the model)
+        self.proc = EngineProcess()
+        self.launch: Launch | None = None
+        self._next_port: int | None = None  # picked when the last launch lost its port
+
+    @property
+    def retries(self) -> list[PortRetry]:
+        return self.claims.retries
+
+    def start(self) -> None:
+        """Start one launch; a port found taken before the start is retried at once."""
+        while True:
+            if self.fixed_port is not None:
+                port = self.fixed_port
+            elif self._next_port is not None:
+                port, self._next_port = self._next_port, None
+            else:
+                port = self.claims.pick(self.role)
+            launch = self.render(port)
+            if self.launch is None and self.prepare is not None:
+                self.prepare(launch)
+            append = self.launch is not None
+            self.launch = launch
+            self.claims.launched(self.role)
+            try:
+                self.proc = EngineProcess()
+                # a port the user fixed is checked first (a clear error); a picked one is claimed by the
+                # engine's own bind, the latest possible moment (a lost one is relaunched)
+                self.proc.start(launch, self.log_path, append=append, check_port=self.fixed_port is not None)
+                return
+            except EngineFailure as exc:
+                if not self._relaunch(exc, port):
+                    raise
+
+    def wait_ready(self, timeout: float, poll: float = 0.25) -> StartupFacts:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.proc.wait_ready(max(0.0, deadline - time.monotonic()), poll)
+            except EngineFailure as exc:
+                assert self.launch is not None
+                if not self._relaunch(exc, self.launch.port):
+                    raise
+            self.start()
+
+    def _relaunch(self, exc: EngineFailure, port: int) -> bool:
+        """Record a lost port; True when another launch may follow."""
+        if exc.kind is not FailureKind.PORT_IN_USE or self.fixed_port is not None:
+            return False
+        again = self.claims.may_retry(self.role)
+        new = self.claims.pick(self.role, avoid={port}) if again else None
+        retry = self.claims.record(self.role, port, exc.message, new)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "a") as fh:
+            fh.write(self.claims.note(retry))
+        if not again:
+            exc.message += f" (lost its port on each of {self.claims.attempts} launches)"
+            return False
+        self._next_port = new
+        return True

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from infx import atomic
 from infx.diagnostics import Diagnostic, InfxError
+from infx.engines.ports import PortRetry
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 
@@ -139,6 +140,8 @@ class StartupSummary(_Model):
     startup_s: float | None = None
     engine_version: str | None = None
     other: dict[str, float | int | str | bool | None] = Field(default_factory=dict)
+    # launches (engine or deployment role) that lost their port and were relaunched on another
+    port_retries: list[PortRetry] = Field(default_factory=list)
 
     @classmethod
     def from_facts(cls, facts: BaseModel | dict[str, Any] | None) -> StartupSummary | None:

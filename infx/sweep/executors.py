@@ -23,10 +23,11 @@ class LaunchFailed(Exception):
     """The engine did not come up, or died. ``reason`` is a classified failure name
     (``exited-at-start``, ``startup-timeout``, ``bad-argument``, ``oom-loading``, ``engine-died``...)."""
 
-    def __init__(self, reason: str, detail: str = "", log_tail: str = ""):
+    def __init__(self, reason: str, detail: str = "", log_tail: str = "", port_retries: list[Any] | None = None):
         self.reason = reason
         self.detail = detail
         self.log_tail = log_tail
+        self.port_retries = list(port_retries or [])  # launches that lost their port before this failure
         super().__init__(f"{reason}: {detail}" if detail else reason)
 
 

@@ -71,30 +71,51 @@ def engine_version(base_url: str, timeout: float = 3.0) -> str | None:
 
 
 class LocalEngine:
-    """:class:`infx.sweep.executors.RunningEngine` over an ``EngineProcess``."""
+    """:class:`infx.sweep.executors.RunningEngine` over the engines stage's ``RetryingEngine``: the port is
+    picked right before the start, and a launch that loses it is relaunched on a new one (each retry kept
+    in the start-up facts, ``status.json``)."""
 
-    def __init__(self, launch: Any, log_path: Path, ready_timeout_cap: float | None = None,
+    def __init__(self, render: Callable[[int], Any], log_path: Path, ready_timeout_cap: float | None = None,
                  point: Point | None = None, calibrate: Calibrate | None = None):
-        from infx.engines.server import EngineProcess
+        from infx.engines.server import RetryingEngine
 
         self.ready_timeout_cap = ready_timeout_cap
         self.point = point
         self.calibrate = calibrate
-        self.launch = launch
         self.log_path = log_path
-        self.base_url: str = launch.base_url
-        self.served_model_name: str = launch.served_model_name
-        self.model_path: str = launch.model_path
-        self.proc = EngineProcess()
+        self.engine = RetryingEngine(render, log_path)
         self.t0 = time.monotonic()
+
+    @property
+    def proc(self) -> Any:  # the current launch's EngineProcess
+        return self.engine.proc
+
+    @property
+    def launch(self) -> Any:
+        return self.engine.launch
+
+    @property
+    def base_url(self) -> str:
+        return str(self.launch.base_url)
+
+    @property
+    def served_model_name(self) -> str:
+        return str(self.launch.served_model_name)
+
+    @property
+    def model_path(self) -> str:
+        return str(self.launch.model_path)
+
+    def _failed(self, exc: Any) -> LaunchFailed:
+        return LaunchFailed(exc.kind.value, exc.message, exc.log_tail, port_retries=self.engine.retries)
 
     def start(self) -> None:
         from infx.engines.server import EngineFailure
 
         try:
-            self.proc.start(self.launch, self.log_path)
+            self.engine.start()
         except EngineFailure as exc:
-            raise LaunchFailed(exc.kind.value, exc.message, exc.log_tail) from None
+            raise self._failed(exc) from None
 
     def wait_ready(self, timeout: float) -> StartupSummary:
         from infx.engines.server import EngineFailure
@@ -102,12 +123,13 @@ class LocalEngine:
         if self.ready_timeout_cap is not None:
             timeout = min(timeout, self.ready_timeout_cap)
         try:
-            facts = self.proc.wait_ready(timeout)
+            facts = self.engine.wait_ready(timeout)
         except EngineFailure as exc:
-            raise LaunchFailed(exc.kind.value, exc.message, exc.log_tail) from None
+            raise self._failed(exc) from None
         secs = time.monotonic() - self.t0
         summary = StartupSummary.from_facts(facts) or StartupSummary()
-        summary = summary.model_copy(update={"startup_s": secs, "engine_version": engine_version(self.base_url)})
+        summary = summary.model_copy(update={"startup_s": secs, "engine_version": engine_version(self.base_url),
+                                             "port_retries": list(self.engine.retries)})
         if self.calibrate is not None and self.point is not None:
             summary.other.update(self.calibrate(self.point, self.launch, summary))
         return summary
@@ -138,7 +160,7 @@ class LocalEngine:
 
 
 class LocalStarter:
-    """Renders the group's launch on a free loopback port and starts it as a local process."""
+    """Renders the group's launch and starts it as a local process on a port picked right before the start."""
 
     def __init__(self, render_at_port: RenderAtPort, ready_timeout_for: Callable[[LaunchGroup], float | None]
                  | None = None, calibrate: Calibrate | None = None):
@@ -147,14 +169,15 @@ class LocalStarter:
         self.calibrate = calibrate  # e.g. kv_calibrator(runner_config): stored in the start-up facts
 
     def start(self, group: LaunchGroup, log_path: Path) -> LocalEngine:
-        from infx.engines.server import free_port
+        from infx.engines.ports import kernel_port
 
         if group.points[0].multinode:  # several roles: infx.sweep.deployment
             from infx.sweep.deployment import start_deployment
 
             cap = self.ready_timeout_for(group) if self.ready_timeout_for else None
             return start_deployment(self.render_at_port, group, log_path, cap)  # type: ignore[return-value]
-        launch = self.render_at_port(group.points[0], free_port())
+        point = group.points[0]
+        launch = self.render_at_port(point, kernel_port())  # to check the plan; the start picks its own port
         if launch.fingerprint != group.fingerprint:
             raise LaunchFailed("fingerprint-drift", "the launch rendered now differs from the planned one "
                                "(recipes changed since the run was planned?)")
@@ -163,7 +186,8 @@ class LocalStarter:
 
             ensure_tiny_model(launch.model_path)
         cap = self.ready_timeout_for(group) if self.ready_timeout_for else None
-        engine = LocalEngine(launch, log_path, cap, point=group.points[0], calibrate=self.calibrate)
+        engine = LocalEngine(functools.partial(self.render_at_port, point), log_path, cap, point=point,
+                             calibrate=self.calibrate)
         engine.start()
         return engine
 

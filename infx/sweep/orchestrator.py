@@ -257,8 +257,11 @@ class Orchestrator:
                 tail = exc.log_tail or (engine.log_tail(self.options.log_tail_lines) if engine else "")
                 reason = f"launch-failed:{exc.reason}"
                 self.emit(ev.GroupFailed(group.fingerprint, reason, exc.detail))
+                # launches that lost their port before this failure stay on record (never hidden)
+                lost = StartupSummary(port_retries=exc.port_retries) if exc.port_retries else None
+                record.startup = lost
                 for point in group.points:
-                    self._fail(point, group, reason, exc.detail, tail, summary)
+                    self._fail(point, group, reason, exc.detail, tail, summary, facts=lost)
                 record.state, record.reason = "failed", reason
                 self._trip_fail_fast()
                 return summary
@@ -267,6 +270,8 @@ class Orchestrator:
             summary.startup_seconds += facts.startup_s
             record.startup = facts
             self.emit(ev.GroupReady(group.fingerprint, facts.startup_s, facts.engine_version))
+            for r in facts.port_retries:
+                self.emit(ev.Note(f"{r.role} lost port {r.port} ({r.message}); relaunched on port {r.new_port}"))
             dead: LaunchFailed | None = None
             for point in group.points:
                 if dead is not None:

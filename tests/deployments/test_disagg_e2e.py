@@ -2,6 +2,11 @@
 ExampleConnector behind vllm-router (``configs/cpu-master.yaml`` entry ``disagg-tinyllama-bf16-cpu-vllm``),
 swept by ``infx run`` locally and on the real local Slurm (one allocation, one step per role).
 
+Both runs also reproduce the lost-port race of issue 25 for certain: the port chooser hands decode (and, on
+Slurm, the router) a port this test binds and holds (``INFX_PORTS_FIRST``); the role exits with ``[Errno 98]
+Address already in use``, is relaunched on a new port, and the retry is in ``status.json`` and the deployment
+record.
+
 Slow tests: run them under the shared engine lock (two vLLM servers need ~5 GiB and both cores):
 ``flock /tmp/infx-engine.lock .venv/bin/python -m pytest -q -m slow tests/deployments``.
 The router comes from ``make router-venv`` (``make test`` depends on it).
@@ -12,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -22,6 +28,7 @@ import pytest
 
 from infx.engines.disagg.vllm_pd import router_bin
 from infx.sweep.layout import RunDir
+from tests.engines.portfakes import held_port
 from tests.sweep.test_slurm import local_slurm  # noqa: F401  (the real local Slurm fixture)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,6 +41,25 @@ def _run_args(results: Path, run_id: str, *extra: str) -> list[str]:
     return [sys.executable, "-m", "infx", "run", "--config-files", str(REPO / "configs/cpu-master.yaml"),
             "--runner-config", str(REPO / "configs/runners.yaml"), "--config-keys", KEY, "--results", str(results),
             "--run-id", run_id, "--prompts-per-conc", "4", "--ready-timeout", "600", *extra]
+
+
+def _held_env(**held: int) -> dict[str, str]:
+    return {**os.environ, "INFX_PORTS_FIRST": ",".join(f"{k}={v}" for k, v in held.items())}
+
+
+def _assert_lost_ports_relaunched(rd: RunDir, st: object, rec: dict, **held: int) -> None:
+    """Each held port was lost by its role once, the role relaunched on a new one; nothing else retried."""
+    lost = {key.split("_")[0]: port for key, port in held.items()}
+    retries = st.startup.port_retries  # type: ignore[attr-defined]
+    assert {r.role: r.port for r in retries} == lost and len(retries) == len(lost), retries
+    assert [r["port"] for r in rec["port_retries"]] == [r.port for r in retries]
+    roles = {r["name"]: r for r in rec["roles"]}
+    for r in retries:
+        assert r.attempt == 1 and "already in use" in r.message.lower()
+        assert roles[r.role]["port"] == r.new_port != r.port and roles[r.role]["launches"] == 2
+        log = Path(roles[r.role]["log"]).read_text(errors="replace")
+        assert "Address already in use" in log and f"lost port {r.port}" in log  # the lost launch, kept
+    assert all(v["launches"] == 1 for k, v in roles.items() if k not in lost)
 
 
 def _cmdlines() -> list[str]:
@@ -76,7 +102,9 @@ def _assert_deployment_ran_and_is_gone(rd: RunDir) -> dict:
 @pytest.mark.timeout(900)
 @needs_router
 def test_cpu_disagg_deployment_local(tmp_path: Path, tiny_model_dir: Path) -> None:
-    r = subprocess.run(_run_args(tmp_path, "pd-local"), cwd=REPO, capture_output=True, text=True, timeout=840)
+    with held_port() as port:  # decode's first port is taken (the failure of issue 25, made certain)
+        r = subprocess.run(_run_args(tmp_path, "pd-local"), cwd=REPO, capture_output=True, text=True, timeout=840,
+                           env=_held_env(decode_0=port))
     rd = RunDir(tmp_path, "pd-local")
     assert r.returncode == 0, r.stderr[-4000:]
     (pid,) = [d.name for d in (rd.root / "points").iterdir()]
@@ -86,6 +114,7 @@ def test_cpu_disagg_deployment_local(tmp_path: Path, tiny_model_dir: Path) -> No
     assert result is not None and result.metrics.completed > 0 and result.metrics.failed == 0  # requests served
     rec = _assert_deployment_ran_and_is_gone(rd)
     assert st.startup is not None and st.startup.other["deployment_roles"] == 3
+    _assert_lost_ports_relaunched(rd, st, rec, decode_0=port)
     print(f"deployment start-up {rec['startup_s']:.1f} s, teardown {rec['teardown_s']:.2f} s")
     # the store keeps the GPUs per role (per-role normalisation)
     ing = subprocess.run([sys.executable, "-m", "infx", "ingest", str(tmp_path)], cwd=REPO, capture_output=True,
@@ -139,7 +168,9 @@ def test_cpu_disagg_deployment_on_real_slurm(tmp_path: Path, tiny_model_dir: Pat
     from infx.sweep import slurm
 
     args = _run_args(tmp_path, "pd-slurm", "--backend", "slurm", "--wait", "--wait-timeout", "900")
-    r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=1000)
+    with held_port() as decode, held_port() as router:  # sbatch exports the environment to the job
+        r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=1000,
+                           env=_held_env(decode_0=decode, router=router))
     rd = RunDir(tmp_path, "pd-slurm")
     assert r.returncode == 0, r.stderr[-3000:] + slurm.job_log_tail(rd)
     plan = json.loads(rd.plan_file.read_text())
@@ -148,6 +179,17 @@ def test_cpu_disagg_deployment_on_real_slurm(tmp_path: Path, tiny_model_dir: Pat
     st = rd.read_status(pid)
     assert st is not None and st.state == "done", (st, slurm.job_log_tail(rd))
     rec = _assert_deployment_ran_and_is_gone(rd)
+    _assert_lost_ports_relaunched(rd, st, rec, decode_0=decode, router=router)
+    # each role's step picked its port on the node it ran on and recorded it; the deployment (and the router,
+    # told the workers' URLs) took the recorded ports
+    assert rec["step_ports"] is True
+    by_name = {r["name"]: r for r in rec["roles"]}
+    for role in rec["roles"]:
+        step = role["step_port"]
+        assert step is not None and step["host"] == socket.gethostname(), role
+        assert role["port"] in step["ports"].values() and "infx.engines.portstep" in role["exec_argv"]
+    for worker in ("prefill", "decode"):
+        assert f"http://127.0.0.1:{by_name[worker]['port']}" in by_name["router"]["argv"]
     assert rec["slurm_steps"] is True and rec["slurm_job"] == plan["slurm_jobs"][0]["job_id"]
     # one step per role ran in the allocation
     for role in rec["roles"]:

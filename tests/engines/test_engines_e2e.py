@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -22,23 +23,35 @@ from .helpers import pid_alive
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _infx(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "infx", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+def _infx(*args: str, timeout: float = 400, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "infx", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+                          env=env)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_engine_up_stream_down(tiny_model_dir: Path, tmp_path: Path) -> None:
     sdir = tmp_path / "state"
-    port = free_port()
     model_dir = tmp_path / "model"  # missing: `engine up` builds it
-    up = _infx("engine", "up", "--port", str(port), "--model-dir", str(model_dir), "--state-dir", str(sdir))
+    # no --port: `engine up` picks one right before the start (a number chosen here could be taken by
+    # another process before vLLM binds it; a user's --port is checked first, see the busy-port test). The
+    # chooser first hands out a port this test holds: vLLM loses it and `engine up` relaunches it on another.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        lost = held.getsockname()[1]
+        up = _infx("engine", "up", "--model-dir", str(model_dir), "--state-dir", str(sdir),
+                   env={**os.environ, "INFX_PORTS_FIRST": f"engine={lost}"})
+    state: dict = {}
     try:
         assert up.returncode == 0, up.stderr[-3000:]
         url = up.stdout.strip().splitlines()[-1]
-        assert url == f"http://127.0.0.1:{port}"
         state = json.loads((sdir / "state.json").read_text())
-        assert state["port"] == port and pid_alive(state["pid"])
+        port = state["port"]
+        assert url == f"http://127.0.0.1:{port}" and port != lost
+        assert [(r["port"], r["new_port"]) for r in state["port_retries"]] == [(lost, port)]
+        assert f"lost port {lost}" in up.stderr  # said, never hidden
+        assert pid_alive(state["pid"])
         # the model it built is the same bytes as the shared cached build
         assert (model_dir / "model.safetensors").read_bytes() == (tiny_model_dir / "model.safetensors").read_bytes()
         assert (model_dir / "tokenizer.json").read_bytes() == (tiny_model_dir / "tokenizer.json").read_bytes()

@@ -14,7 +14,7 @@ import pytest
 
 from infx.engines.launch import Launch
 from infx.engines.logparse import FailureKind
-from infx.engines.server import EngineFailure, EngineProcess, free_port, port_is_free
+from infx.engines.server import EngineFailure, EngineProcess, RetryingEngine, free_port, port_is_free
 
 from .helpers import pid_alive
 
@@ -41,10 +41,13 @@ http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
 
 
 def test_ready_then_stop_kills_the_whole_group(tmp_path: Path) -> None:
-    port = free_port()
-    proc = EngineProcess()
-    proc.start(_launch(SERVER, port), tmp_path / "e.log")
-    facts = proc.wait_ready(timeout=30)
+    # picked right before the start and relaunched if another process takes it first (as the sweep does)
+    engine = RetryingEngine(lambda p: _launch(SERVER, p), tmp_path / "e.log")
+    engine.start()
+    facts = engine.wait_ready(timeout=30)
+    proc = engine.proc
+    assert engine.launch is not None
+    port = engine.launch.port
     assert facts.ready and facts.kv_cache_tokens == 4096 and facts.max_concurrency == 2.0
     child = int(next(l for l in proc.log_text().splitlines() if l.startswith("child")).split()[1])
     assert pid_alive(child) and proc.pid is not None and pid_alive(proc.pid)

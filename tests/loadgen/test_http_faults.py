@@ -83,12 +83,11 @@ def test_every_fault_is_classified(server, endpoint, fault):
 def test_unreachable_server_is_connect_error():
     import socket
 
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nothing listens there now
-    spec = RequestSpec(request_id="x", prompt="hi", max_tokens=4)
-    rec = _run(_one(f"http://127.0.0.1:{port}", spec))
+    with socket.socket() as s:  # bound, never listening: connecting is refused and no other process can
+        s.bind(("127.0.0.1", 0))  # take the port meanwhile (a closed number could be bound by then)
+        port = s.getsockname()[1]
+        spec = RequestSpec(request_id="x", prompt="hi", max_tokens=4)
+        rec = _run(_one(f"http://127.0.0.1:{port}", spec))
     assert rec.error_class == "connect_error"
 
 

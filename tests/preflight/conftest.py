@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -44,12 +43,6 @@ def seed_points() -> list[Point]:
 # ---------------------------------------------------------------- real local OCI registry
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _registry_bin() -> str | None:
     found = shutil.which("docker-registry") or ("/usr/bin/docker-registry" if os.path.exists("/usr/bin/docker-registry") else None)
     if found:
@@ -68,27 +61,41 @@ def registry(tmp_path_factory) -> Iterator[str]:
     binary = _registry_bin()
     if binary is None:
         pytest.skip("docker-registry is not installed and could not be installed (needs root + apt: .ci/registry.sh install)")
+    from infx.engines.ports import MAX_PORT_ATTEMPTS, PortClaims, lost_port
+
     d = tmp_path_factory.mktemp("registry")
-    port = _free_port()
-    (d / "config.yml").write_text(
-        f"version: 0.1\nlog: {{level: warn}}\nstorage: {{filesystem: {{rootdirectory: {d / 'data'}}}}}\n"
-        f"http: {{addr: 127.0.0.1:{port}}}\n"
-    )
-    log = open(d / "registry.log", "wb")
-    proc = subprocess.Popen([binary, "serve", str(d / "config.yml")], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+    claims = PortClaims()  # the port is picked right before the start; a lost one is relaunched (bounded)
+    for launch in range(1, MAX_PORT_ATTEMPTS + 1):
+        port = claims.pick("registry")
+        claims.launched("registry")
+        (d / "config.yml").write_text(
+            f"version: 0.1\nlog: {{level: warn}}\nstorage: {{filesystem: {{rootdirectory: {d / 'data'}}}}}\n"
+            f"http: {{addr: 127.0.0.1:{port}}}\n"
+        )
+        log = open(d / "registry.log", "ab")
+        proc = subprocess.Popen([binary, "serve", str(d / "config.yml")], stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        url = f"http://127.0.0.1:{port}"
+        deadline, ready = time.monotonic() + 30, False
+        while not ready and time.monotonic() < deadline and proc.poll() is None:
             try:
                 urllib.request.urlopen(url + "/v2/", timeout=1)
-                break
+                ready = proc.poll() is None  # our registry answered, not a process that took the port
             except (urllib.error.URLError, OSError):
-                if proc.poll() is not None:
-                    pytest.fail(f"docker-registry exited: {(d / 'registry.log').read_text()[-2000:]}")
                 time.sleep(0.1)
-        else:
+        if ready:
+            break
+        text = (d / "registry.log").read_text(errors="replace")
+        log.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
             pytest.fail("docker-registry did not answer within 30 s")
+        lost = lost_port("docker-registry", text)
+        if lost is None or launch == MAX_PORT_ATTEMPTS:
+            pytest.fail(f"docker-registry exited: {text[-2000:]}")
+        claims.record("registry", port, lost, None)  # another process took the port first: relaunch
+    try:
         yield url
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -6,6 +6,14 @@ healthy together), then the router once every worker answers its readiness endpo
 own readiness. A role that exits at any time is reported with its name, exit status and log tail.
 Teardown stops the router first, then every worker group (SIGTERM, SIGKILL after a grace period), waits
 until each group is empty and removes the KV connector's shared directory.
+
+Ports (:mod:`infx.engines.ports`): with ``render`` (the deployment rendered again with other ports) each role's
+port is picked right before it starts: by this process, or inside a Slurm job by the role's own step on its
+node (:mod:`infx.engines.portstep`, which records it; the deployment is rendered again with what it found). The
+router starts only once its workers are ready, rendered then with their final ports. A role that loses its port
+before it is ready (the role exiting with "address already in use") is relaunched on a new port, at most
+``claims.attempts`` launches per role; each retry is a :class:`~infx.engines.ports.PortRetry` in
+``claims.retries``. A role failing for any other reason is never relaunched.
 """
 
 from __future__ import annotations
@@ -17,11 +25,13 @@ import signal
 import subprocess
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from infx.engines.disagg.model import Deployment, Role
 from infx.engines.disagg.placement import PlacementError, RolePlacement, place
+from infx.engines.ports import PortClaims, lost_port
 from infx.engines.server import _group_alive, http_ok, kill_group, port_is_free
 
 
@@ -69,16 +79,24 @@ class RoleProcess:
     ready_s: float | None = None
     stop_s: float | None = None
     argv: list[str] = field(default_factory=list)  # what was executed (srun-wrapped inside a Slurm job)
+    log_offset: int = 0  # where this launch's lines start in the log (earlier launches lost their port)
 
-    def start(self, placement: RolePlacement | None = None) -> None:
+    def start(self, placement: RolePlacement | None = None, append: bool = False, check_port: bool = True,
+              prefix: list[str] | None = None) -> None:
+        """Start the role; ``append`` keeps the log of an earlier launch (one that lost its port).
+        ``check_port``: report a busy port before the start (off where a lost port is relaunched: the
+        role's own bind claims it, as late as possible). ``prefix``: run in front of the role's argv inside
+        its step (:mod:`infx.engines.portstep`: the step picks its port)."""
         launch = self.role.launch
-        if not port_is_free(launch.port, launch.host):
+        if check_port and not port_is_free(launch.port, launch.host):
             raise RoleFailure(self.role.name, "port-in-use", f"port {launch.port} on {launch.host} is in use")
         env = dict(os.environ)
         env.update(launch.env)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "wb") as log:
-            self.argv = step_argv(self.role.name, launch.argv, placement)
+        # an appended log is read from here on: this launch's failure is classified from its own lines only
+        self.log_offset = self.log_path.stat().st_size if append and self.log_path.exists() else 0
+        with open(self.log_path, "ab" if append else "wb") as log:
+            self.argv = step_argv(self.role.name, [*(prefix or []), *launch.argv], placement)
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          env=env, process_group=0)
 
@@ -86,8 +104,11 @@ class RoleProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def log_text(self) -> str:
+        """This launch's log (an earlier launch's lines in the same file are not part of it)."""
         try:
-            return self.log_path.read_text(errors="replace")
+            with open(self.log_path, "rb") as fh:
+                fh.seek(self.log_offset)
+                return fh.read().decode(errors="replace")
         except FileNotFoundError:
             return ""
 
@@ -101,6 +122,11 @@ class RoleProcess:
         if rc < 0:
             name = signal.Signals(-rc).name if -rc in signal.Signals._value2member_map_ else str(-rc)
             return RoleFailure(self.role.name, "killed", f"pid {self.proc.pid} killed by {name}", self.tail())
+        time.sleep(0.1)  # let the last lines reach the log file
+        lost = lost_port(self.role.launch.engine, self.log_text())
+        if lost is not None:
+            return RoleFailure(self.role.name, "port-in-use", f"pid {self.proc.pid} exited with code {rc}: {lost}",
+                               self.tail())
         return RoleFailure(self.role.name, "exited", f"pid {self.proc.pid} exited with code {rc}", self.tail())
 
     def stop(self, grace: float = 15.0) -> None:
@@ -131,9 +157,17 @@ class DeploymentProcess:
     startup_s: float | None = None
     placed: dict[str, RolePlacement] = field(default_factory=dict)  # inside a Slurm job: each role's nodes
     teardown_s: float | None = None
+    claims: PortClaims = field(default_factory=PortClaims)  # launches per role, port retries
+    # the deployment rendered again with other ports (port key -> port); None: the ports are fixed, a lost one final
+    render: Callable[[dict[str, int]], Deployment] | None = None
+    ports: dict[str, int] = field(default_factory=dict)  # the ports ``deployment`` was rendered with
+    keys_of: Callable[[str], list[str]] | None = None  # a role's port keys (``decode`` -> ``decode_0``)
+    step_ports: bool | None = None  # each role's step picks its own port (default: inside a Slurm job)
 
     def __post_init__(self) -> None:
         self.roles = [RoleProcess(r, self.log_dir / f"{self.log_prefix}.{r.name}.log") for r in self.deployment.roles]
+        if self.step_ports is None:
+            self.step_ports = self.render is not None and in_slurm_job()
 
     def role(self, name: str) -> RoleProcess:
         return next(rp for rp in self.roles if rp.role.name == name)
@@ -156,16 +190,125 @@ class DeploymentProcess:
         except PlacementError as exc:
             raise RoleFailure(exc.role, "placement", str(exc)) from None
 
+    def use(self, deployment: Deployment) -> None:
+        """Take a re-rendered deployment (new ports): every role's launch from it, by name."""
+        self.deployment = deployment
+        for rp in self.roles:
+            rp.role = deployment.role(rp.role.name)
+
+    # -- ports ---------------------------------------------------------------------------------------------
+    def _rerender(self, ports: dict[str, int]) -> None:
+        assert self.render is not None
+        self.use(self.render(ports))
+        self.ports = dict(ports)
+
+    def _keys(self, name: str) -> list[str]:
+        return [k for k in (self.keys_of(name) if self.keys_of else []) if k in self.ports]
+
+    def pick_ports(self, name: str) -> None:
+        """New ports for role ``name``, picked now (with step ports: placeholders its step replaces)."""
+        if self.render is None:
+            return
+        ports = dict(self.ports)
+        for key in self._keys(name):
+            ports[key] = self.claims.pick(key, {v for k, v in ports.items() if k != key})
+        self._rerender(ports)
+
+    def step_record_path(self, name: str) -> Path:
+        return self.log_dir / f"{self.log_prefix}.{name}.port.json"
+
+    def _step_prefix(self, rp: RoleProcess) -> list[str]:
+        """``python -m infx.engines.portstep ... --``: the role's step picks its ports on its own node. The slots
+        are the argv tokens that change when only that port changes (two renders compared)."""
+        import sys
+
+        assert self.render is not None
+        name, base = rp.role.name, rp.role.launch.argv
+        slots: list[str] = []
+        for key in self._keys(name):
+            other, taken = dict(self.ports), set(self.ports.values())
+            other[key] = next(p for p in range(1024, 65536) if p not in taken)
+            alt = self.render(other).role(name).launch.argv
+            if len(alt) != len(base):
+                raise RoleFailure(name, "placement", f"its argv changes length with port {key}; no step port")
+            slots += [f"--slot={key}={i}:{self.ports[key]}" for i, (a, b) in enumerate(zip(base, alt)) if a != b]
+        record = self.step_record_path(name)
+        record.unlink(missing_ok=True)
+        return [sys.executable, "-m", "infx.engines.portstep", "--record", str(record), "--host", rp.role.launch.host,
+                "--avoid", ",".join(str(p) for p in sorted(self.claims.lost)), *slots, "--"]
+
+    def _read_step_ports(self, rp: RoleProcess, timeout: float = 120.0, poll: float = 0.1) -> None:
+        """Wait for the role's step to record the ports it picked; render the deployment with them."""
+        import json
+
+        name, record = rp.role.name, self.step_record_path(rp.role.name)
+        deadline = time.monotonic() + timeout
+        while not record.exists():
+            if not rp.alive():
+                return  # the step died first: _await reports (or relaunches) it
+            if time.monotonic() >= deadline:
+                raise RoleFailure(name, "timeout", f"its step recorded no port in {timeout:g} s ({record})", rp.tail())
+            time.sleep(poll)
+        picked = {k: int(v) for k, v in json.loads(record.read_text())["ports"].items()}
+        placeholder = rp.role.launch.port
+        self._rerender({**self.ports, **picked})
+        port = rp.role.launch.port
+        for i, r in enumerate(self.claims.retries):  # a retry names the port the step really took
+            if r.role == name and r.new_port == placeholder:
+                self.claims.retries[i] = r.model_copy(update={"new_port": port})
+
+    # -- start ---------------------------------------------------------------------------------------------
+    def _start(self, rp: RoleProcess) -> None:
+        """Start one role; a port found taken before the start is relaunched at once (within the bound)."""
+        while True:
+            append = self.claims.launches(rp.role.name) > 0
+            self.claims.launched(rp.role.name)
+            try:
+                prefix = self._step_prefix(rp) if self.step_ports else []
+                rp.start(self.placed.get(rp.role.name), append=append, check_port=self.render is None, prefix=prefix)
+                if self.step_ports:
+                    self._read_step_ports(rp)
+                return
+            except RoleFailure as exc:
+                if not self._relaunch_needed(rp, exc):
+                    raise
+
+    def _relaunch_needed(self, rp: RoleProcess, failure: RoleFailure) -> bool:
+        """A role lost its port before it was ready: record it, take a new port; True when it may start again."""
+        if failure.kind != "port-in-use" or self.render is None:
+            return False
+        name = rp.role.name
+        again = self.claims.may_retry(name)
+        lost = rp.role.launch.port
+        self.claims.lost.add(lost)
+        if again:
+            self.pick_ports(name)
+        retry = self.claims.record(name, lost, failure.message, rp.role.launch.port if again else None)
+        with open(rp.log_path, "a") as fh:
+            fh.write(self.claims.note(retry))
+        if not again:
+            failure.message += f" (lost its port on each of {self.claims.attempts} launches)"
+        return again
+
     def start_workers(self) -> None:
         self.started_at = time.monotonic()
         self.placed = self.placements()
         for rp in self.workers:
-            rp.start(self.placed.get(rp.role.name))
+            self._start(rp)
 
     def _await(self, group: list[RoleProcess], deadline: float, poll: float) -> None:
         pending = list(group)
         while pending:
-            self.check()
+            for rp in self.roles:
+                failure = rp.exit_failure()
+                if failure is None:
+                    continue
+                if rp in pending and self._relaunch_needed(rp, failure):  # lost its port before it was ready
+                    rp.stop(grace=2.0)  # whatever the failed launch left in its group
+                    rp.stop_s = None
+                    self._start(rp)
+                    continue
+                raise failure
             for rp in list(pending):
                 if http_ok(rp.role.launch.readiness_url, timeout=1.0):
                     rp.ready_s = time.monotonic() - self.started_at
@@ -181,8 +324,9 @@ class DeploymentProcess:
         """Every worker ready, then the router started and ready. Returns the deployment start-up seconds."""
         deadline = (self.started_at or time.monotonic()) + timeout
         self._await(self.workers, deadline, poll)
-        for rp in self.entries:
-            rp.start(self.placed.get(rp.role.name))
+        for rp in self.entries:  # entry ports are picked now, right before their start, with the workers' final
+            self.pick_ports(rp.role.name)  # ports in their argv (the router learns them here)
+            self._start(rp)
         self._await(self.entries, deadline, poll)
         self.startup_s = time.monotonic() - self.started_at
         return self.startup_s

