@@ -125,6 +125,10 @@ class EngineSettings:
     dp: Setting = field(default_factory=lambda: Setting(1, "default"))
     dp_attention: Setting = field(default_factory=lambda: Setting(False, "default"))
     expert_parallel: Setting = field(default_factory=lambda: Setting(1, "default"))  # EP size (vLLM: DP x TP when enabled)
+    # SGLang's prefill context parallelism: --attn-cp-size attention CP ranks inside --tp-size, each
+    # holding the whole attention (attention TP = tp / dp / attn_cp) and, after the KV all-gather, the
+    # whole sequence's KV: one pool's worth of tokens, replicated, not attn_cp pools.
+    attn_cp: Setting = field(default_factory=lambda: Setting(1, "default"))
     notes: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)  # TRT-LLM's extra options YAML ({} for other engines)
 
@@ -146,11 +150,12 @@ class EngineSettings:
     def attention_tp(self) -> int:
         """The TP size attention (and the dense, non-expert weights) is split over."""
         tp = max(int(self.tp.value or 1), 1)
+        cp = max(int(self.attn_cp.value or 1), 1)
         if not self.dp_within_tp:
-            return tp
+            return max(tp // cp, 1)
         if self.engine == "trt":
             return 1
-        return max(tp // max(int(self.dp.value or 1), 1), 1)
+        return max(tp // max(int(self.dp.value or 1), 1) // cp, 1)
 
     @property
     def attention_replicas(self) -> int:
@@ -159,7 +164,7 @@ class EngineSettings:
             return max(int(self.dp.value or 1), 1)
         if not self.dp_within_tp:
             return 1
-        return max(int(self.tp.value or 1), 1) // self.attention_tp
+        return max(max(int(self.tp.value or 1), 1) // max(int(self.attn_cp.value or 1), 1) // self.attention_tp, 1)
 
     def quantity(self, name: str, conc: int) -> int | None:
         """Values a card's buffer formula may use."""
@@ -244,6 +249,7 @@ def engine_settings(
     if fam.startswith("trt"):
         fam = "trt"
     opts: dict[str, Any] = {}
+    acp = Setting(1, "default")
 
     mml_default = point_max_model_len or card_max_context
     mml_source: Source = "point" if point_max_model_len else "card"
@@ -267,6 +273,7 @@ def engine_settings(
         dp = _pick(_int(args, "dp-size", "dp", "data-parallel-size"), 1)
         dpa = Setting(True, "argv", "enable-dp-attention") if args.get("enable-dp-attention") is True else Setting(False, "default")
         epn = _pick(_int(args, "ep-size", "ep", "expert-parallel-size"), 1)
+        acp = _pick(_int(args, "attn-cp-size"), 1)
     elif fam == "trt":
         opts = _trt_options(args, files or {})
         tp = _pick(_int(args, "tp-size", "tensor-parallel-size"), point_tp or 1, "point")
@@ -333,7 +340,7 @@ def engine_settings(
         engine=fam, device_kind=device_kind, args=args, env=env, tp=tp, pp=pp, max_model_len=mml,
         max_num_batched_tokens=mnbt, max_num_seqs=seqs, memory_fraction=frac, spec_tokens=spec,
         graph_ceiling=graph, kv_cache_dtype=kvd, kv_cache_bytes=kvb, notes=notes, options=opts,
-        dp=dp, dp_attention=dpa, expert_parallel=epn,
+        dp=dp, dp_attention=dpa, expert_parallel=epn, attn_cp=acp,
     )
 
 
