@@ -97,8 +97,14 @@ class Setting:
     def describe(self) -> str:
         flag = (self.name if " " in self.name else f"--{self.name}") if self.name else "argv"
         where = {"argv": flag, "env": self.name or "env", "default": "engine default",
-                 "point": "point", "card": "model card", "unknown": "unknown"}[self.source]
+                 "point": "point", "card": self.name if " " in self.name else "model card",
+                 "unknown": "unknown"}[self.source]
         return f"{self.value} ({where})"
+
+    def describe_tokens(self) -> str:
+        """A token count and its source: ``9,472 tokens, point`` / ``1,048,576 tokens, model card ...``."""
+        where = self.describe().split(" (", 1)[1][:-1] if " (" in self.describe() else self.source
+        return f"{int(self.value):,} tokens, {where}"
 
 
 @dataclass
@@ -206,7 +212,19 @@ def _float(args: Mapping[str, str | bool], *names: str) -> tuple[float, str] | N
 def _pick(found: tuple[Any, str] | None, default: Any, default_source: Source = "default", default_name: str = "") -> Setting:
     if found is not None:
         return Setting(found[0], "argv", found[1])
+    if default_source == "card" and not default_name:
+        default_name = NATIVE_CONTEXT_RULE
     return Setting(default, default_source if default is not None else "unknown", default_name)
+
+
+#: How a launch without a max-length flag and a point without ``max-model-len`` (agentic rows) is
+#: bounded: the engines' own default is the model's native context (vLLM's max_model_len and SGLang's
+#: context-length come from the checkpoint config; the card's ``max-context``), and InferenceX's agentic
+#: replay needs it: benchmark_lib.sh ``resolve_trace_source`` replays the unfiltered corpus for the
+#: 1M-context families (dsv4, glm5.2, minimaxm3, kimik3) and the 256k-capped one for the others, whose
+#: native context is about 256k. Fixed-seq-len rows carry ``max-model-len`` = ISL + OSL + 256.
+NATIVE_CONTEXT_RULE = ("model card max-context: the engine's default without a max-length flag, which the agentic "
+                       "corpus needs (unfiltered for 1M-context families, 256k-capped otherwise)")
 
 
 # vLLM 0.32 (vllm/engine/arg_utils.py get_batch_defaults, API server context; vllm/config/cache.py).

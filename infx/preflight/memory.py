@@ -290,11 +290,11 @@ def check_memory(
             if settings.engine == "vllm":  # vLLM checks one max-length request against the pool at start-up
                 status = "fail"
                 findings.problem(f"KV pool {gb(kv_pool)} holds {kv_tokens:,} tokens, less than one max-length sequence "
-                                 f"({int(max_len):,} tokens): the engine refuses to start")
+                                 f"({settings.max_model_len.describe_tokens()}): the engine refuses to start")
             else:  # SGLang / TRT-LLM cap the longest admissible request at the pool instead
                 status = _worse(status, "warn")
                 findings.problem(f"KV pool {gb(kv_pool)} holds {kv_tokens:,} tokens, less than one max-length sequence "
-                                 f"({int(max_len):,} tokens): requests longer than the pool are rejected")
+                                 f"({settings.max_model_len.describe_tokens()}): requests longer than the pool are rejected")
         if seq_len:
             replicas = settings.attention_replicas  # DP attention: one pool per rank, each serving its share
             seqs_fit = kv_tokens * replicas / seq_len
