@@ -67,6 +67,10 @@ def _transfer_summary(mem: Any) -> str:
 #: Serving knobs a multinode recipe sets and infx renders no flag for: a failure that holds only with
 #: the engine's defaults for them is not a verdict on what InferenceX launches.
 ASSUMED_KNOBS = ("memory_fraction", "max_num_batched_tokens", "max_num_seqs", "kv_cache_dtype", "graph_ceiling")
+#: The largest memory fraction any InferenceX bench script or perf-changelog entry launches with
+#: (vLLM --gpu-memory-utilization 0.95; SGLang's mem-fraction-static and TRT-LLM's free fraction are lower):
+#: weights + runtime above it fail whatever the recipe sets.
+MAX_MEMORY_FRACTION = 0.95
 
 
 def serving_knobs_source(point: Point, worker: Any) -> str | None:
@@ -93,9 +97,11 @@ def unverifiable_knobs(mem: Any, knobs: str) -> Any:
     from infx.preflight.units import gb
 
     resident = weights_bytes(mem.gpu) + sum(x.bytes for x in mem.gpu if x.component == "runtime overhead")
-    if resident > mem.capacity_bytes:
-        note = (f"weights + runtime alone ({gb(resident)}) exceed the GPU's {gb(mem.capacity_bytes)}: "
-                f"no serving setting of {knobs} can fit them")
+    ceiling = int(mem.capacity_bytes * MAX_MEMORY_FRACTION)
+    if resident > ceiling:
+        note = (f"weights + runtime alone ({gb(resident)}) exceed {MAX_MEMORY_FRACTION:.0%} of the GPU's "
+                f"{gb(mem.capacity_bytes)} (the highest memory fraction InferenceX launches with): no serving "
+                f"setting of {knobs} can fit them")
         return mem.model_copy(update={"findings": [*mem.findings, note], "problems": [*mem.problems, note]})
     assumed = [f"{k} {mem.settings[k]}" for k in ASSUMED_KNOBS
                if k in mem.settings and "(engine default)" in mem.settings[k]]
@@ -103,8 +109,8 @@ def unverifiable_knobs(mem: Any, knobs: str) -> Any:
         return mem
     why = "; ".join(mem.problems)
     note = (f"recipe-dependent: fails only with engine defaults infx assumed ({', '.join(assumed)}), which "
-            f"{knobs} sets and infx does not read; weights + runtime ({gb(resident)}) fit the GPU's "
-            f"{gb(mem.capacity_bytes)}. With the defaults: {why}")
+            f"{knobs} sets and infx does not read; weights + runtime ({gb(resident)}) fit within "
+            f"{MAX_MEMORY_FRACTION:.0%} of the GPU's {gb(mem.capacity_bytes)}. With the defaults: {why}")
     return mem.model_copy(update={"status": "warn", "findings": [*mem.findings, note], "problems": [note]})
 
 

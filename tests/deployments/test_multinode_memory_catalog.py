@@ -173,3 +173,28 @@ def test_weights_that_never_fit_stay_a_failure(compat: Path, cards) -> None:  # 
     assert knobs is not None and knobs.startswith("recipe recipes/vllm/deepseek-v4/8k1k/")
     out = unverifiable_knobs(m, knobs)
     assert out.status == "fail" and any("no serving setting" in x for x in out.problems)
+
+
+def test_recipe_dependent_boundary_is_the_highest_fraction_inferencex_uses() -> None:
+    """Weights + runtime at 97% of the GPU fail at any setting InferenceX uses (at most 0.95); at 90% the
+    failure rests on the assumed utilisation: a warning naming it and the recipe."""
+    from infx.preflight.roles import unverifiable_knobs
+    from infx.preflight.verdict import MemoryLine, MemoryReport
+
+    cap = 180 * 10**9
+
+    def report(share: float) -> MemoryReport:
+        w = int(cap * share)
+        return MemoryReport(status="fail", device="b200", engine_rule="vllm", capacity_bytes=cap,
+                            budget_bytes=int(cap * 0.92), needed_bytes=w, margin_bytes=int(cap * 0.92) - w,
+                            gpu=[MemoryLine(component="weights", bytes=w - 10**9, where="gpu"),
+                                 MemoryLine(component="runtime overhead", bytes=10**9, where="gpu")],
+                            problems=["short"], findings=["short"],
+                            settings={"memory_fraction": "0.92 (engine default)", "max_num_seqs": "64 (--max-num-seqs)"})
+
+    hard = unverifiable_knobs(report(0.97), "recipe r.yaml")
+    assert hard.status == "fail" and "95% of the GPU" in hard.problems[-1]
+    soft = unverifiable_knobs(report(0.90), "recipe r.yaml")
+    assert soft.status == "warn" and soft.problems[0].startswith("recipe-dependent:")
+    assert "memory_fraction 0.92 (engine default)" in soft.problems[0] and "max_num_seqs" not in soft.problems[0]
+    assert "recipe r.yaml" in soft.problems[0] and soft.problems[0].endswith("With the defaults: short")
