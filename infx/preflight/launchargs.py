@@ -223,8 +223,7 @@ def _pick(found: tuple[Any, str] | None, default: Any, default_source: Source = 
 #: replay needs it: benchmark_lib.sh ``resolve_trace_source`` replays the unfiltered corpus for the
 #: 1M-context families (dsv4, glm5.2, minimaxm3, kimik3) and the 256k-capped one for the others, whose
 #: native context is about 256k. Fixed-seq-len rows carry ``max-model-len`` = ISL + OSL + 256.
-NATIVE_CONTEXT_RULE = ("model card max-context: the engine's default without a max-length flag, which the agentic "
-                       "corpus needs (unfiltered for 1M-context families, 256k-capped otherwise)")
+NATIVE_CONTEXT_RULE = "model card max-context: the engine's default, which the agentic corpus needs"
 
 
 # vLLM 0.32 (vllm/engine/arg_utils.py get_batch_defaults, API server context; vllm/config/cache.py).

@@ -108,9 +108,12 @@ def unverifiable_knobs(mem: Any, knobs: str) -> Any:
     if not assumed:
         return mem
     why = "; ".join(mem.problems)
-    note = (f"recipe-dependent: fails only with engine defaults infx assumed ({', '.join(assumed)}), which "
-            f"{knobs} sets and infx does not read; weights + runtime ({gb(resident)}) fit within "
-            f"{MAX_MEMORY_FRACTION:.0%} of the GPU's {gb(mem.capacity_bytes)}. With the defaults: {why}")
+    what = ("KV pool below one max-length sequence" if "max-length sequence" in why
+            else "budget short" if "budget is" in why else "memory short")
+    note = (f"recipe-dependent: {what} only with the engine defaults infx assumed for knobs the row's recipe sets; "
+            f"assumed: {', '.join(assumed)}; set by {knobs}, which infx does not read; weights + runtime "
+            f"({gb(resident)}) fit within {MAX_MEMORY_FRACTION:.0%} of the GPU's {gb(mem.capacity_bytes)}; "
+            f"with the defaults: {why}")
     return mem.model_copy(update={"status": "warn", "findings": [*mem.findings, note], "problems": [note]})
 
 

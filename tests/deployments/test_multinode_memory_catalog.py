@@ -148,7 +148,7 @@ def test_agentic_vllm_context_rule_and_recipe_dependent_knobs(compat: Path, card
     c = _mem(v, "prefill")
     mem = c.details["memory"]
     assert mem["max_model_len"] == 1_048_576
-    assert "the agentic corpus needs" in mem["settings"]["max_model_len"]
+    assert "which the agentic corpus needs" in mem["settings"]["max_model_len"]
     assert c.status == "warn" and "recipe-dependent" in c.message
     assert "recipes/vllm/deepseek-v4/agentic/agg-gb200-dep8-mtp-agentic.yaml" in c.message
     assert "memory_fraction 0.92 (engine default)" in c.message and "max_num_batched_tokens 16384" in c.message
@@ -197,4 +197,4 @@ def test_recipe_dependent_boundary_is_the_highest_fraction_inferencex_uses() -> 
     soft = unverifiable_knobs(report(0.90), "recipe r.yaml")
     assert soft.status == "warn" and soft.problems[0].startswith("recipe-dependent:")
     assert "memory_fraction 0.92 (engine default)" in soft.problems[0] and "max_num_seqs" not in soft.problems[0]
-    assert "recipe r.yaml" in soft.problems[0] and soft.problems[0].endswith("With the defaults: short")
+    assert "recipe r.yaml" in soft.problems[0] and soft.problems[0].endswith("with the defaults: short")
