@@ -198,3 +198,16 @@ def test_recipe_dependent_boundary_is_the_highest_fraction_inferencex_uses() -> 
     assert soft.status == "warn" and soft.problems[0].startswith("recipe-dependent:")
     assert "memory_fraction 0.92 (engine default)" in soft.problems[0] and "max_num_seqs" not in soft.problems[0]
     assert "recipe r.yaml" in soft.problems[0] and soft.problems[0].endswith("with the defaults: short")
+
+
+def test_dep_role_counts_one_server_per_node_for_host_memory(compat: Path, cards) -> None:  # type: ignore[no-untyped-def]
+    """minimaxm3-fp4-gb300-dynamo-vllm-agentic-mtp-disagg, recipe 1p3d-dep4-tp4-c24-agentic.yaml: the DEP4
+    prefill (tp: 1, ep: 4) is one 4-GPU server per 4-GPU GB300 node, so its KV-offload DRAM is counted once
+    per node, not once per GPU."""
+    p = next(x for x in _points(compat, "minimaxm3-fp4-gb300-dynamo-vllm-agentic-mtp-disagg")
+             if x.prefill.tp == 1 and x.kv_offloading == "dram")  # type: ignore[union-attr]
+    assert render_deployment(p).role("prefill").gpus_per_instance == 4
+    (v,) = _verdicts(compat, [p], cards)
+    mem = _mem(v, "prefill").details["memory"]
+    assert mem["servers_per_node"] == 1
+    assert mem["host_per_node_bytes"] == mem["host_per_server_bytes"] > 0
