@@ -97,8 +97,14 @@ class Setting:
     def describe(self) -> str:
         flag = (self.name if " " in self.name else f"--{self.name}") if self.name else "argv"
         where = {"argv": flag, "env": self.name or "env", "default": "engine default",
-                 "point": "point", "card": "model card", "unknown": "unknown"}[self.source]
+                 "point": "point", "card": self.name if " " in self.name else "model card",
+                 "unknown": "unknown"}[self.source]
         return f"{self.value} ({where})"
+
+    def describe_tokens(self) -> str:
+        """A token count and its source: ``9,472 tokens, point`` / ``1,048,576 tokens, model card ...``."""
+        where = self.describe().split(" (", 1)[1][:-1] if " (" in self.describe() else self.source
+        return f"{int(self.value):,} tokens, {where}"
 
 
 @dataclass
@@ -125,6 +131,10 @@ class EngineSettings:
     dp: Setting = field(default_factory=lambda: Setting(1, "default"))
     dp_attention: Setting = field(default_factory=lambda: Setting(False, "default"))
     expert_parallel: Setting = field(default_factory=lambda: Setting(1, "default"))  # EP size (vLLM: DP x TP when enabled)
+    # SGLang's prefill context parallelism: --attn-cp-size attention CP ranks inside --tp-size, each
+    # holding the whole attention (attention TP = tp / dp / attn_cp) and, after the KV all-gather, the
+    # whole sequence's KV: one pool's worth of tokens, replicated, not attn_cp pools.
+    attn_cp: Setting = field(default_factory=lambda: Setting(1, "default"))
     notes: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)  # TRT-LLM's extra options YAML ({} for other engines)
 
@@ -146,11 +156,12 @@ class EngineSettings:
     def attention_tp(self) -> int:
         """The TP size attention (and the dense, non-expert weights) is split over."""
         tp = max(int(self.tp.value or 1), 1)
+        cp = max(int(self.attn_cp.value or 1), 1)
         if not self.dp_within_tp:
-            return tp
+            return max(tp // cp, 1)
         if self.engine == "trt":
             return 1
-        return max(tp // max(int(self.dp.value or 1), 1), 1)
+        return max(tp // max(int(self.dp.value or 1), 1) // cp, 1)
 
     @property
     def attention_replicas(self) -> int:
@@ -159,7 +170,7 @@ class EngineSettings:
             return max(int(self.dp.value or 1), 1)
         if not self.dp_within_tp:
             return 1
-        return max(int(self.tp.value or 1), 1) // self.attention_tp
+        return max(max(int(self.tp.value or 1), 1) // max(int(self.attn_cp.value or 1), 1) // self.attention_tp, 1)
 
     def quantity(self, name: str, conc: int) -> int | None:
         """Values a card's buffer formula may use."""
@@ -201,7 +212,18 @@ def _float(args: Mapping[str, str | bool], *names: str) -> tuple[float, str] | N
 def _pick(found: tuple[Any, str] | None, default: Any, default_source: Source = "default", default_name: str = "") -> Setting:
     if found is not None:
         return Setting(found[0], "argv", found[1])
+    if default_source == "card" and not default_name:
+        default_name = NATIVE_CONTEXT_RULE
     return Setting(default, default_source if default is not None else "unknown", default_name)
+
+
+#: How a launch without a max-length flag and a point without ``max-model-len`` (agentic rows) is
+#: bounded: the engines' own default is the model's native context (vLLM's max_model_len and SGLang's
+#: context-length come from the checkpoint config; the card's ``max-context``), and InferenceX's agentic
+#: replay needs it: benchmark_lib.sh ``resolve_trace_source`` replays the unfiltered corpus for the
+#: 1M-context families (dsv4, glm5.2, minimaxm3, kimik3) and the 256k-capped one for the others, whose
+#: native context is about 256k. Fixed-seq-len rows carry ``max-model-len`` = ISL + OSL + 256.
+NATIVE_CONTEXT_RULE = "model card max-context: the engine's default, which the agentic corpus needs"
 
 
 # vLLM 0.32 (vllm/engine/arg_utils.py get_batch_defaults, API server context; vllm/config/cache.py).
@@ -244,6 +266,7 @@ def engine_settings(
     if fam.startswith("trt"):
         fam = "trt"
     opts: dict[str, Any] = {}
+    acp = Setting(1, "default")
 
     mml_default = point_max_model_len or card_max_context
     mml_source: Source = "point" if point_max_model_len else "card"
@@ -267,6 +290,7 @@ def engine_settings(
         dp = _pick(_int(args, "dp-size", "dp", "data-parallel-size"), 1)
         dpa = Setting(True, "argv", "enable-dp-attention") if args.get("enable-dp-attention") is True else Setting(False, "default")
         epn = _pick(_int(args, "ep-size", "ep", "expert-parallel-size"), 1)
+        acp = _pick(_int(args, "attn-cp-size"), 1)
     elif fam == "trt":
         opts = _trt_options(args, files or {})
         tp = _pick(_int(args, "tp-size", "tensor-parallel-size"), point_tp or 1, "point")
@@ -333,7 +357,7 @@ def engine_settings(
         engine=fam, device_kind=device_kind, args=args, env=env, tp=tp, pp=pp, max_model_len=mml,
         max_num_batched_tokens=mnbt, max_num_seqs=seqs, memory_fraction=frac, spec_tokens=spec,
         graph_ceiling=graph, kv_cache_dtype=kvd, kv_cache_bytes=kvb, notes=notes, options=opts,
-        dp=dp, dp_attention=dpa, expert_parallel=epn,
+        dp=dp, dp_attention=dpa, expert_parallel=epn, attn_cp=acp,
     )
 
 

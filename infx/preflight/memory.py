@@ -290,11 +290,11 @@ def check_memory(
             if settings.engine == "vllm":  # vLLM checks one max-length request against the pool at start-up
                 status = "fail"
                 findings.problem(f"KV pool {gb(kv_pool)} holds {kv_tokens:,} tokens, less than one max-length sequence "
-                                 f"({int(max_len):,} tokens): the engine refuses to start")
+                                 f"({settings.max_model_len.describe_tokens()}): the engine refuses to start")
             else:  # SGLang / TRT-LLM cap the longest admissible request at the pool instead
                 status = _worse(status, "warn")
                 findings.problem(f"KV pool {gb(kv_pool)} holds {kv_tokens:,} tokens, less than one max-length sequence "
-                                 f"({int(max_len):,} tokens): requests longer than the pool are rejected")
+                                 f"({settings.max_model_len.describe_tokens()}): requests longer than the pool are rejected")
         if seq_len:
             replicas = settings.attention_replicas  # DP attention: one pool per rank, each serving its share
             seqs_fit = kv_tokens * replicas / seq_len
@@ -312,7 +312,7 @@ def check_memory(
         findings.append(f"{gb(margin)} left for the KV cache; KV bytes per token unknown for '{card.model_prefix}' "
                         f"(no attention shape in its card), so sequence capacity is not checked")
 
-    host_report = _host_check(point, host, node, findings)
+    host_report = _host_check(point, host, node, findings, settings.gpus)
     if host_report[0] == "fail":
         status = "fail"
     return report(
@@ -366,7 +366,7 @@ def _cpu_report(point: Point, settings: EngineSettings, card: ModelCard, gpu: li
 
 
 def _host_check(point: Point, host: list[MemoryLine], node: NodeFacts | None,
-                findings: Findings) -> tuple[Status, int, int | None, int | None]:
+                findings: Findings, launch_gpus: int = 1) -> tuple[Status, int, int | None, int | None]:
     """Offloaded tables + KV-offload DRAM per server, x servers per node, vs the node's DRAM."""
     if point.kv_offloading == "dram" and point.total_cpu_dram_gb:
         host.append(MemoryLine(component="KV offload (DRAM)", bytes=point.total_cpu_dram_gb * GB, where="host",
@@ -378,7 +378,9 @@ def _host_check(point: Point, host: list[MemoryLine], node: NodeFacts | None,
         findings.problem(f"runner '{point.runner}' has no hardware facts (available-cpu-dram-mib, gpus-per-node) in "
                         f"runners.yaml, but {gb(per_server)} per server must live in host memory")
         return "fail", per_server, None, None
-    gps = point.gpus_per_server
+    # the server's GPUs: the point's tp x pp x pcp, or more where the launch says so (a multinode vLLM
+    # worker's TP x DP: a DEP8 role of a tp: 1 pool is one 8-GPU server per node, not eight)
+    gps = max(point.gpus_per_server, launch_gpus)
     servers = max(node.gpus_per_node // gps, 1) if gps <= node.gpus_per_node else 1
     per_node = per_server * servers
     if per_node > node.available_dram_bytes:

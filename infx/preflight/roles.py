@@ -64,6 +64,59 @@ def _transfer_summary(mem: Any) -> str:
     return f"; KV transfer {gb(sum(x.bytes for x in lines))}{per} ({lines[0].note})"
 
 
+#: Serving knobs a multinode recipe sets and infx renders no flag for: a failure that holds only with
+#: the engine's defaults for them is not a verdict on what InferenceX launches.
+ASSUMED_KNOBS = ("memory_fraction", "max_num_batched_tokens", "max_num_seqs", "kv_cache_dtype", "graph_ceiling")
+#: The largest memory fraction any InferenceX bench script or perf-changelog entry launches with
+#: (vLLM --gpu-memory-utilization 0.95; SGLang's mem-fraction-static and TRT-LLM's free fraction are lower):
+#: weights + runtime above it fail whatever the recipe sets.
+MAX_MEMORY_FRACTION = 0.95
+
+
+def serving_knobs_source(point: Point, worker: Any) -> str | None:
+    """Where the serving knobs of a GPU multinode role live when infx renders only its topology:
+    the row's recipe file (``CONFIG_FILE=`` in the pool's, else the prefill pool's, additional-settings:
+    an srt-slurm / Dynamo recipe of InferenceX's ``benchmarks/multi_node``) or, without one, the
+    framework's launcher. None for deployments rendered from infx's own recipes (the CPU connector)."""
+    from infx.engines.disagg.render import is_cpu_example_connector
+
+    if is_cpu_example_connector(point) or point.runner in ("local", "cluster:local"):
+        return None
+    for pool in (worker, point.prefill):
+        for item in getattr(pool, "additional_settings", None) or []:
+            if item.startswith("CONFIG_FILE="):
+                return f"recipe {item.split('=', 1)[1]}"
+    return f"the {point.framework} launcher's settings"
+
+
+def unverifiable_knobs(mem: Any, knobs: str) -> Any:
+    """A failing role whose weights + runtime fit the GPU, but whose budget or KV pool fall short only
+    with the engine defaults infx had to assume for knobs the recipe sets, is a warning that names
+    them; weights that cannot be resident at any setting stay a failure."""
+    from infx.preflight.memory import weights_bytes
+    from infx.preflight.units import gb
+
+    resident = weights_bytes(mem.gpu) + sum(x.bytes for x in mem.gpu if x.component == "runtime overhead")
+    ceiling = int(mem.capacity_bytes * MAX_MEMORY_FRACTION)
+    if resident > ceiling:
+        note = (f"weights + runtime alone ({gb(resident)}) exceed {MAX_MEMORY_FRACTION:.0%} of the GPU's "
+                f"{gb(mem.capacity_bytes)} (the highest memory fraction InferenceX launches with): no serving "
+                f"setting of {knobs} can fit them")
+        return mem.model_copy(update={"findings": [*mem.findings, note], "problems": [*mem.problems, note]})
+    assumed = [f"{k} {mem.settings[k]}" for k in ASSUMED_KNOBS
+               if k in mem.settings and "(engine default)" in mem.settings[k]]
+    if not assumed:
+        return mem
+    why = "; ".join(mem.problems)
+    what = ("KV pool below one max-length sequence" if "max-length sequence" in why
+            else "budget short" if "budget is" in why else "memory short")
+    note = (f"recipe-dependent: {what} only with the engine defaults infx assumed for knobs the row's recipe sets; "
+            f"assumed: {', '.join(assumed)}; set by {knobs}, which infx does not read; weights + runtime "
+            f"({gb(resident)}) fit within {MAX_MEMORY_FRACTION:.0%} of the GPU's {gb(mem.capacity_bytes)}; "
+            f"with the defaults: {why}")
+    return mem.model_copy(update={"status": "warn", "findings": [*mem.findings, note], "problems": [note]})
+
+
 def role_checks(point: Point, deployment: Any, cards: Any, hw: Any, runners: Any, node: Any,
                 runtime_overhead_bytes: int | None = None,
                 memory_summary: Callable[[Any], str] = str) -> list[Check]:
@@ -93,6 +146,9 @@ def role_checks(point: Point, deployment: Any, cards: Any, hw: Any, runners: Any
         kw = {} if runtime_overhead_bytes is None else {"runtime_overhead_bytes": runtime_overhead_bytes}
         transfer = deployment.disagg and deployment.kv_transfer is not None
         mem = check_memory(rp, settings, card, hw, node, kv_transfer=transfer, **kw)
+        knobs = serving_knobs_source(point, worker)
+        if knobs is not None and mem.status == "fail" and mem.device != "cpu":
+            mem = unverifiable_knobs(mem, knobs)
         if mem.device == "cpu":
             host.append((role.name, mem.needed_bytes * role.count, mem.budget_bytes))
         checks.append(Check(name=f"memory:{role.name}", status=mem.status,

@@ -80,9 +80,21 @@ def test_golden_real_rows(case: str) -> None:
     _check_golden(case, view)
     w = points[0]
     assert w.prefill is not None and w.decode is not None
-    assert dep.gpus("prefill") == w.prefill.gpus
-    assert dep.gpus("decode") == w.decode.gpus
-    assert dep.gpus() == w.prefill.gpus + w.decode.gpus
+    for kind, pool in (("prefill", w.prefill), ("decode", w.decode)):
+        stated = _stated_pool_gpus(pool, kind)
+        if stated is not None:  # the row's own PREFILL_NODES / DECODE_NODES x GPUS_PER_NODE
+            assert dep.gpus(kind) == stated, kind
+        elif not (w.framework in VLLM_FRAMEWORKS and pool.dp_attn):
+            assert dep.gpus(kind) == pool.gpus, kind  # InferenceX's count: num-worker x tp x pp x pcp
+    assert dep.gpus() == dep.gpus("prefill") + dep.gpus("decode")
+
+
+def _stated_pool_gpus(pool, kind: str) -> int | None:  # type: ignore[no-untyped-def]
+    """``{PREFILL,DECODE}_NODES`` x ``GPUS_PER_NODE`` from the pool's additional-settings (llmd-vllm rows
+    spell their allocation so), or None."""
+    env = dict(s.split("=", 1) for s in pool.additional_settings if "=" in s)
+    nodes, per = env.get(f"{kind.upper()}_NODES"), env.get("GPUS_PER_NODE")
+    return int(nodes) * int(per) if nodes and per else None
 
 
 def test_golden_cpu_deployment() -> None:
@@ -113,6 +125,31 @@ def test_fingerprint_ignores_ports_and_kv_dir_but_not_topology() -> None:
     assert render_deployment(other).fingerprint != a.fingerprint
 
 
+VLLM_FRAMEWORKS = ("vllm", "dynamo-vllm", "llmd-vllm")
+_POOL = r"(dep|tep|tp|dcp)(\d+)(?:pp(\d+))?"
+
+
+def _recipe_pool_gpus(p: Point) -> dict[str, int]:
+    """GPUs of one prefill / decode server as the row's recipe file name spells them
+    (``disagg-b200-1p2d-dep8-dep8-mtp.yaml``: 8 and 8; ``agg-gb200-tp8pp2-...``: 16;
+    ``agg-h200-tp16dp2ep32-...``: 32); {} when the name does not say."""
+    import re
+
+    assert p.prefill is not None
+    cfg = next((s.split("=", 1)[1] for s in p.prefill.additional_settings if s.startswith("CONFIG_FILE=")), "")
+    name = cfg.rsplit("/", 1)[-1].split(":")[0]
+    m = re.search(r"tp(\d+)dp(\d+)ep(\d+)", name)
+    if m:
+        return {"prefill": int(m.group(1)) * int(m.group(2))}
+    m = re.search(r"-\d+p\d+d-" + _POOL + "-" + _POOL + r"(?:-|\.)", name)
+    if m:
+        return {"prefill": int(m.group(2)) * int(m.group(3) or 1), "decode": int(m.group(5)) * int(m.group(6) or 1)}
+    m = re.search(r"^agg-(?:[a-z0-9]+-)?" + _POOL + r"(?:-|\.)", name)
+    if m:
+        return {"prefill": int(m.group(2)) * int(m.group(3) or 1)}
+    return {}
+
+
 @needs_compat
 def test_every_real_multinode_row_renders_or_names_its_framework() -> None:
     from infx.catalog.loader import load_catalog_and_runners as _load_both
@@ -124,6 +161,7 @@ def test_every_real_multinode_row_renders_or_names_its_framework() -> None:
                            str(COMPAT / "runners.yaml"), keys, evals="none", conc=None)
     ok: Counter[str] = Counter()
     errors: Counter[str] = Counter()
+    checked: Counter[str] = Counter()
     for p in points:
         try:
             dep = render_deployment(p)
@@ -133,8 +171,27 @@ def test_every_real_multinode_row_renders_or_names_its_framework() -> None:
             assert "no infx adapter" in msg and "covered:" in msg
             errors[p.framework] += 1
             continue
-        assert dep.gpus() == p.gpus_per_server > 0
+        assert dep.gpus() > 0
+        for kind, w in (("prefill", p.prefill), ("decode", p.decode)):
+            if w is None or not w.num_worker:
+                continue
+            stated = _stated_pool_gpus(w, kind)
+            if stated is not None and p.framework in VLLM_FRAMEWORKS:
+                assert dep.gpus(kind) == stated, (p.config_key, kind)
+                checked["stated"] += 1
+                continue
+            if p.framework in VLLM_FRAMEWORKS and w.dp_attn:
+                continue
+            # every other pool takes what InferenceX's own count says: num-worker x tp x pp x pcp
+            assert dep.gpus(kind) == w.gpus, (p.config_key, kind)
+        if p.framework in VLLM_FRAMEWORKS:  # vLLM's TP x DP: the recipe names say how many GPUs
+            for kind, gpus in _recipe_pool_gpus(p).items():
+                roles = [r for r in dep.roles if r.kind == kind]
+                if roles:
+                    assert roles[0].gpus_per_instance == gpus, (p.config_key, kind, roles[0].launch.argv)
+                    checked[kind] += 1
         ok[p.framework] += 1
+    assert checked["prefill"] > 20 and checked["decode"] > 10, checked
     assert set(errors) == {"atom-disagg", "tilert"}
     assert {"sglang-disagg", "dynamo-vllm", "dynamo-sglang", "dynamo-trt", "llmd-vllm"} <= set(ok)
     print("rendered", dict(ok), "uncovered", dict(errors))

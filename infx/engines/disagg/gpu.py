@@ -56,13 +56,59 @@ def _served(point: Point) -> str:
 
 
 def _worker_role(point: Point, kind: str, w: Worker, engine: str, template: list[str], *, files=None,
-                 env=None) -> Role:
+                 env=None, shape: tuple[int, int] | None = None) -> Role:
+    """``shape``: (instances, GPUs per instance) when they are not the catalog's ``num-worker`` and
+    ``tp x pp x pcp`` (vLLM data parallelism, :func:`vllm_parallel`)."""
     launch = templated_launch(engine=engine, recipe=f"{point.framework}-{kind}", image=point.image,
                               template=template, values=_values(point), port=WORKER_PORT, host="{" + f"{kind}_host" + "}",
                               served_model_name=_served(point), model_path=point.model, env=env, files=files,
                               runtime="slurm", consumed=[kind])
-    return Role(name=kind, kind=kind, count=w.num_worker, gpus_per_instance=w.tp * w.pp * w.pcp_size,  # type: ignore[arg-type]
+    count, gpus = shape if shape is not None else (w.num_worker, w.tp * w.pp * w.pcp_size)
+    return Role(name=kind, kind=kind, count=count, gpus_per_instance=gpus,  # type: ignore[arg-type]
                 tp=w.tp, ep=w.ep, dp_attn=w.dp_attn, launch=launch)
+
+
+def vllm_parallel(w: Worker) -> tuple[int, int, int]:
+    """(instances, ``--tensor-parallel-size``, ``--data-parallel-size``) of one vLLM worker pool.
+
+    The catalog's vLLM entries spell a data-parallel worker in three ways; their recipe names
+    (``CONFIG_FILE``) and comments say which GPUs each takes:
+
+    * ``ep`` > ``tp`` with ``dp-attn``: one server of TP ``tp`` x DP ``ep / tp`` = EP ``ep`` GPUs
+      (``tp: 1, ep: 8`` = "dep8" on one 8-GPU node: dsv4-fp4-b200-dynamo-vllm-mtp, kimik2.6-fp4-b200-dynamo-vllm;
+      ``tp: 4, ep: 16`` = "TP4 x DP4 = EP16": kimik3-fp4-gb200-dynamo-vllm-agentic), ``num-worker`` such servers;
+    * the same, with ``num-worker`` x ``tp`` = ``ep``: ``num-worker`` counts the DP ranks of that one
+      server ("TP16 x DP2 with EP32 across four H200 nodes" is ``num-worker: 2, tp: 16, ep: 32``:
+      kimik3-fp4-h200-vllm-agentic, recipe ``agg-h200-tp16dp2ep32``);
+    * otherwise with ``dp-attn`` (``tp`` = ``ep``, SGLang's spelling): ``tp`` DP ranks of TP 1
+      ("DEP8" is ``tp: 8, ep: 8``: dsv4-fp4-gb200-dynamo-vllm-agentic-mtp-*).
+
+    Without ``dp-attn`` a worker is TP ``tp`` (EP inside it when ``ep`` > 1)."""
+    if not w.dp_attn:
+        return w.num_worker, w.tp, 1
+    if w.ep > w.tp:
+        if w.num_worker > 1 and w.num_worker * w.tp == w.ep:
+            return 1, w.tp, w.num_worker
+        return w.num_worker, w.tp, w.ep // w.tp
+    return w.num_worker, 1, w.tp
+
+
+def vllm_topology_flags(w: Worker) -> tuple[list[str], int, int]:
+    """The parallelism flags of one vLLM worker, the instances of the pool and the GPUs one
+    instance takes (vLLM's world size: TP x DP x PP x PCP; DCP reuses the TP ranks)."""
+    count, tp, dp = vllm_parallel(w)
+    flags = ["--tensor-parallel-size", str(tp)]  # first, as a pair: the renderers keep it there
+    if w.ep > 1:
+        flags += ["--enable-expert-parallel"]
+    if dp > 1:
+        flags += ["--data-parallel-size", str(dp)]
+    if w.pp > 1:
+        flags += ["--pipeline-parallel-size", str(w.pp)]
+    if w.pcp_size > 1:
+        flags += ["--prefill-context-parallel-size", str(w.pcp_size)]
+    if w.dcp_size > 1:
+        flags += ["--decode-context-parallel-size", str(w.dcp_size)]
+    return flags, count, tp * dp * w.pp * w.pcp_size
 
 
 def _entry_role(point: Point, name: str, kind: str, engine: str, template: list[str], recipe: str,
@@ -84,11 +130,20 @@ def _settings(w: Worker) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------- sglang
 
 def _sglang_flags(w: Worker) -> list[str]:
-    flags = ["--tp-size", str(w.tp)]
+    """SGLang's ``--tp-size`` is the server's world inside one PP stage: prefill context parallelism
+    (the catalog's ``pcp-size``) runs ``--attn-cp-size`` attention CP ranks inside it, so a ``tp: 1,
+    pcp-size: 8`` prefill (glm5.2-fp8-h200-dynamo-sglang-agentic-mtp-2p2d, recipe
+    ``disagg-h200-2p2d-pcp8-...``) is ``--tp-size 8 --attn-cp-size 8`` on 8 GPUs: attention replicated on
+    each CP rank (attention TP = tp-size / attn-cp-size = 1), the MoE layers over all 8. The CP path
+    SGLang has for these (DSA/NSA) models is ``--enable-nsa-prefill-context-parallel``."""
+    world = w.tp * w.pcp_size
+    flags = ["--tp-size", str(world)]
     if w.ep > 1:
         flags += ["--ep-size", str(w.ep)]
     if w.dp_attn:
         flags += ["--enable-dp-attention", "--dp-size", str(w.tp)]
+    if w.pcp_size > 1:
+        flags += ["--enable-nsa-prefill-context-parallel", "--attn-cp-size", str(w.pcp_size)]
     if w.pp > 1:
         flags += ["--pp-size", str(w.pp)]
     return flags
@@ -144,13 +199,8 @@ def _dynamo_worker(point: Point, kind: str, w: Worker) -> tuple[list[str], dict[
     fw = point.framework.split("-", 1)[1]
     kv = point.kv_p2p_transfer
     if fw == "vllm":
-        # DP attention: tp ranks of data parallelism with TP 1 each (as the single-node vLLM adapter
-        # renders it); "--tensor-parallel-size tp --data-parallel-size tp" would ask for tp x tp GPUs.
-        argv = ["python3", "-m", "dynamo.vllm", "--model", point.model, "--tensor-parallel-size", "1" if w.dp_attn else str(w.tp)]
-        if w.ep > 1:
-            argv += ["--enable-expert-parallel"]
-        if w.dp_attn:
-            argv += ["--data-parallel-size", str(w.tp)]
+        # TP x DP as the catalog's vLLM entries mean it (vllm_parallel)
+        argv = ["python3", "-m", "dynamo.vllm", "--model", point.model, *vllm_topology_flags(w)[0]]
         if _disagg(point) and kind == "prefill":
             argv += ["--is-prefill-worker"]
         if _disagg(point):
@@ -181,7 +231,8 @@ def render_dynamo(point: Point) -> Deployment:
         if w.num_worker == 0:
             continue  # aggregated multinode rows: decode workers only serve
         argv, files = _dynamo_worker(point, kind, w)
-        roles.append(_worker_role(point, kind, w, point.framework, argv, files=files, env=DYNAMO_ENV))
+        shape = vllm_topology_flags(w)[1:] if point.framework == "dynamo-vllm" else None
+        roles.append(_worker_role(point, kind, w, point.framework, argv, files=files, env=DYNAMO_ENV, shape=shape))
     frontend = ["python3", "-m", "dynamo.frontend", "--http-port", "{port}"]
     if point.router and point.router.name == "dynamo-router":
         frontend += ["--router-mode", "kv"]
@@ -201,15 +252,11 @@ def render_vllm_nixl(point: Point) -> Deployment:
     for kind, w in (("prefill", point.prefill), ("decode", point.decode)):
         if w.num_worker == 0:
             continue
-        argv = ["vllm", "serve", point.model, "--tensor-parallel-size", "1" if w.dp_attn else str(w.tp), "--host", "0.0.0.0",
-                "--port", "{worker_port}"]
-        if w.ep > 1:
-            argv += ["--enable-expert-parallel"]
-        if w.dp_attn:
-            argv += ["--data-parallel-size", str(w.tp)]
+        flags, count, gpus = vllm_topology_flags(w)
+        argv = ["vllm", "serve", point.model, *flags[:2], "--host", "0.0.0.0", "--port", "{worker_port}", *flags[2:]]
         if _disagg(point):
             argv += ["--kv-transfer-config", kv_config("NixlConnector", "kv_both", {})]
-        roles.append(_worker_role(point, kind, w, "vllm", argv))
+        roles.append(_worker_role(point, kind, w, "vllm", argv, shape=(count, gpus)))
     router = ["vllm-router", "--host", "0.0.0.0", "--port", "{port}", "--prometheus-host", "0.0.0.0",
               "--prometheus-port", "29000"]
     if _disagg(point):
