@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from infx.diagnostics import InfxError
 from infx.preflight.units import GIB
 
 Source = Literal["argv", "env", "default", "point", "card", "unknown"]
@@ -287,11 +288,11 @@ def _trt_options(args: Mapping[str, str | bool], files: Mapping[str, str]) -> di
         text = next(iter(files.values()))
     if not text:
         return {}
-    import yaml
+    from infx.yamlsource import parse_yaml
 
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        data = parse_yaml(text, str(name or "extra-llm-api-options")).data
+    except InfxError as exc:
         raise ValueError(f"TRT-LLM extra options YAML does not parse: {exc}") from None
     return data if isinstance(data, dict) else {}
 
