@@ -14,6 +14,7 @@ path (compose a node tree with libyaml, then walk it), which yields the exact da
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,6 +167,8 @@ def _fast(text: str | bytes) -> tuple[Any, dict[tuple, Pos], dict[tuple, Pos]]:
                 raise _Fallback
             tag = loader.resolve(ScalarNode, value, (True, False))
             out = loader.construct_object(ScalarNode(tag, value))
+            if _number_problem(out):
+                raise _Fallback  # the full path reports it at its line
             if type(out) in _IMMUTABLE and len(memo) < _MEMO_LIMIT:
                 memo[value] = out
             return out
@@ -358,9 +361,28 @@ def _scalar(node: yaml.Node, loader: Any, file: str = "", path: tuple = ()) -> A
         mark = node.start_mark
         raise InfxError(Diagnostic(f"invalid {node.tag.rsplit(':', 1)[-1]} value {node.value!r}: {exc}",
                                    file, mark.line + 1, mark.column + 1, path)) from None
+    problem = _number_problem(value)
+    if problem:
+        mark = node.start_mark
+        raise InfxError(Diagnostic(problem, file, mark.line + 1, mark.column + 1, path))
     if type(value) in _IMMUTABLE and len(_SCALAR_MEMO) < _MEMO_LIMIT:
         _SCALAR_MEMO[memo_key] = value
     return value
+
+
+#: Integers beyond SQLite's (and every engine's) 64-bit range mean nothing in any input; they also
+#: turn later arithmetic (``range(num_worker)``, products of sizes) into hangs and overflows.
+MAX_INT = 2**63 - 1
+
+
+def _number_problem(value: Any) -> str | None:
+    """Why a YAML number is refused in every input (not finite, or an integer past 64 bits), or None."""
+    if type(value) is int:
+        if not -MAX_INT <= value <= MAX_INT:
+            return f"integer {str(value)[:20]}... is out of range (beyond 64 bits)"
+    elif type(value) is float and not math.isfinite(value):
+        return f"number {value} is not finite (inf and NaN are not accepted)"
+    return None
 
 
 def _syntax_error(exc: yaml.YAMLError, file: str) -> InfxError:

@@ -26,7 +26,7 @@ SUBAGENT_TYPES = ("Explore", "general-purpose", "Plan", "code-reviewer")
 
 
 class SynthConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     sessions: int = Field(8, ge=1)
     seed: int = 0

@@ -31,7 +31,7 @@ MAX_DIAGNOSTICS = 50
 
 class _Model(BaseModel):
     # Real traces carry extra bookkeeping fields; keep them, validate what replay needs.
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="allow", populate_by_name=True)
 
 
 class TraceRequest(_Model):

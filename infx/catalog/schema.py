@@ -34,7 +34,7 @@ class At(ValueError):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", populate_by_name=True)
 
 
 class ComponentMetadata(_Model):

@@ -50,7 +50,7 @@ def agg_latency_keys() -> list[str]:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", populate_by_name=True, strict=True)
 
 
 class _RawHead(_Strict):
@@ -89,7 +89,7 @@ class Router(_Strict):
 
 class _AggHead(BaseModel):
     # published files may carry keys newer than this model: kept (extra="allow"), never invented
-    model_config = ConfigDict(extra="allow", populate_by_name=True, strict=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="allow", populate_by_name=True, strict=True)
 
     hw: str
     conc: int

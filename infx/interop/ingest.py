@@ -38,7 +38,7 @@ FILES_DIR = "inferencex"
 
 
 class ImportSource(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     path: str  # as given on the command line
     file: str  # the copy under RESULTS/<name>/inferencex/
@@ -49,7 +49,7 @@ class ImportSource(BaseModel):
 class ImportManifest(BaseModel):
     """``RESULTS/<name>/import.json``: where an imported run came from."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     format: str = "inferencex"
     run_id: str

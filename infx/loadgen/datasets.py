@@ -19,7 +19,7 @@ from infx.diagnostics import Diagnostic, InfxError
 class Prompt(BaseModel):
     """One dataset entry: the text, its length under the tokenizer, the output to ask for."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     text: str
     input_tokens: int  # counted as the server will (special tokens the tokenizer adds included)

@@ -15,7 +15,7 @@ SCHEMA_VERSION = 1
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
 
 class Stat(_Model):
@@ -28,7 +28,7 @@ class Stat(_Model):
     p90: float | None = None
     p99: float | None = None
     p999: float | None = None
-    count: int = 0
+    count: int = Field(0, ge=0)
 
 
 class Throughput(_Model):
