@@ -196,3 +196,12 @@ def iter_jsonl(path: str | Path, *, what: str = "file", **bounds: Any) -> Iterat
     for lineno, line in lines(path, what=what, **bounds):
         if line.strip():
             yield lineno, loads(line, file, lineno)
+
+
+def invalid(exc: Any, file: str, line: int | None = None) -> InfxError:
+    """A pydantic ``ValidationError`` of a JSON record as one InfxError at the record's line."""
+    diags = []
+    for err in exc.errors(include_url=False)[:5]:
+        loc = tuple(err.get("loc", ()))
+        diags.append(Diagnostic(str(err.get("msg", "invalid value")), file, line, None, loc))
+    return InfxError(diags or [Diagnostic("invalid record", file, line)])

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
+from infx import jsonio
 from infx.atomic import write_text
 from infx.diagnostics import Diagnostic, InfxError
 
@@ -166,9 +167,9 @@ def parse_traces(lines: Iterable[str], file: str = "<traces>") -> list[Trace]:
         if not text:
             continue
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            diags.append(Diagnostic(f"bad JSON: {exc.msg}", file, lineno, exc.colno))
+            data = jsonio.loads(text, file, lineno)
+        except InfxError as exc:
+            diags.extend(exc.diagnostics)
             continue
         if not isinstance(data, dict):
             diags.append(Diagnostic(f"a trace line must be a JSON object, got {type(data).__name__}", file, lineno))
@@ -193,17 +194,9 @@ def parse_traces(lines: Iterable[str], file: str = "<traces>") -> list[Trace]:
 def load_traces(path: str | Path) -> list[Trace]:
     """Read and validate a weka-format ``traces.jsonl`` (``.gz`` accepted)."""
     p = Path(path)
-    try:
-        if p.suffix == ".gz":
-            import gzip
-
-            text = gzip.decompress(p.read_bytes()).decode("utf-8")
-        else:
-            text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InfxError(Diagnostic("trace file not found", str(path))) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InfxError(Diagnostic(f"cannot read trace file: {exc}", str(path))) from None
+    if not p.exists():
+        raise InfxError(Diagnostic("trace file not found", str(path)))
+    text = jsonio.read_text(p, what="trace file")  # gzip inflation, size and UTF-8 bounded
     return parse_traces(text.splitlines(), str(path))
 
 

@@ -126,15 +126,10 @@ def _kind_hint(obj: Any) -> str:
 
 def parse_file(path: Path) -> ParsedFile:
     """One published file -> its points; raises InfxError naming the file (and line:col) when bad."""
-    try:
-        raw = path.read_bytes()
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InfxError(Diagnostic(f"cannot read: {exc}", str(path))) from None
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InfxError(Diagnostic(f"invalid JSON: {exc.msg}", str(path), exc.lineno, exc.colno)) from None
+    from infx import jsonio
+
+    text = jsonio.read_text(path, what="agg file")
+    obj = jsonio.loads(text, str(path))
     is_list = isinstance(obj, list)
     entries = obj if is_list else [obj]
     if not entries:

@@ -200,12 +200,13 @@ def register(app: typer.Typer) -> None:
 
         if (row is None) == (row_file is None):
             raise InfxError(Diagnostic("give exactly one of --row JSON and --row-file FILE"))
-        text = sys.stdin.read() if row == "-" else (row if row is not None else row_file.read_text())  # type: ignore[union-attr]
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InfxError(Diagnostic(f"--row is not JSON: {exc.msg}", str(row_file or "--row"), exc.lineno,
-                                       exc.colno)) from None
+        from infx import jsonio
+
+        text = (sys.stdin.read() if row == "-" else row if row is not None
+                else jsonio.read_text(row_file, what="row file"))  # type: ignore[arg-type]
+        data = jsonio.loads(text, str(row_file or "--row"))
+        if not isinstance(data, dict):
+            raise InfxError(Diagnostic("--row must be a JSON object", str(row_file or "--row")))
         if "point-id" not in data:
             from infx.matrix.pointid import point_id as make_point_id
 
