@@ -13,7 +13,7 @@ from infx.loadgen.source import Arrival
 
 
 class BenchConfig(BaseModel):
-    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
+    model_config = ConfigDict(extra="forbid")  # request_rate=inf is a closed loop; NaN fails gt=0
 
     base_url: str
     model: str
