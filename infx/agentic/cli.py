@@ -69,7 +69,7 @@ def synth_cmd(
         fanout_width_max=fanout_width_max, subagent_turns_min=subagent_turns_min,
         subagent_turns_max=subagent_turns_max, reuse=reuse, think_time=think_time,
     )
-    from infx.atomic import check_output_file
+    from infx.outpaths import check_output_file
 
     check_output_file(out, "--out")
     traces = synth_traces(cfg)
@@ -143,7 +143,7 @@ def replay_cmd(
     except ValidationError as exc:
         raise InfxError([Diagnostic(str(e["msg"]).removeprefix("Value error, ")) for e in exc.errors()]) from None
     from infx.agentic.replay import ReplayError
-    from infx.atomic import check_output_dir
+    from infx.outpaths import check_output_dir
 
     check_output_dir(out, "--out")  # before replaying, so the measurement is never lost at the write
     try:

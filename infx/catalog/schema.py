@@ -74,7 +74,7 @@ class WorkerConfig(_Model):
     """One prefill or decode worker pool. Emitted with its YAML keys in YAML order."""
 
     num_worker: int = Field(alias="num-worker", ge=0)
-    tp: int
+    tp: int = Field(ge=1)
     pp: PosStrictInt = 1
     dcp_size: PosStrictInt = Field(1, alias="dcp-size")
     pcp_size: PosStrictInt = Field(1, alias="pcp-size")

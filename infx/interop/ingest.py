@@ -128,7 +128,8 @@ def parse_file(path: Path) -> ParsedFile:
     """One published file -> its points; raises InfxError naming the file (and line:col) when bad."""
     from infx import jsonio
 
-    text = jsonio.read_text(path, what="agg file")
+    raw = jsonio.read_bytes(path, what="agg file")
+    text = jsonio.decode(raw, str(path))
     obj = jsonio.loads(text, str(path))
     is_list = isinstance(obj, list)
     entries = obj if is_list else [obj]

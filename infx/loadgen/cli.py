@@ -147,7 +147,7 @@ def register(app: typer.Typer) -> None:
             except Exception as exc:  # noqa: BLE001 - a bad point is bad input
                 diags.append(Diagnostic(f"not a matrix point: {exc}", file=str(point)))
         if out is not None:  # before measuring, so a measurement is never lost at the write
-            from infx.atomic import check_output_dir
+            from infx.outpaths import check_output_dir
 
             try:
                 check_output_dir(out, "--out")
