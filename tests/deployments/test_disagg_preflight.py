@@ -18,9 +18,13 @@ def _cpu_point():  # type: ignore[no-untyped-def]
     return p
 
 
-def test_cpu_deployment_is_checked_per_role() -> None:
+def test_cpu_deployment_is_checked_per_role(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from infx.catalog import load_runners
 
+    router = tmp_path / "router-venv" / "bin" / "vllm-router"  # present (the gate checks only that it exists)
+    router.parent.mkdir(parents=True)
+    router.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("INFX_ROUTER_VENV", str(tmp_path / "router-venv"))
     p = _cpu_point()
     (v,) = preflight_points([p], runners=load_runners(REPO / "configs/runners.yaml"),
                             launches={p.point_id: render_deployment(p)})
@@ -50,3 +54,15 @@ def test_deployment_larger_than_the_fleet_fails_capacity(compat: Path) -> None:
     assert cap.status == "fail" and f"deployment takes {total} GPU(s)" in cap.message and "has 1 node(s)" in cap.message
     assert {"memory:prefill", "memory:decode"} <= {c.name for c in v.checks}
     assert not v.ok_to_run
+
+
+def test_missing_router_fails_preflight_naming_the_install(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from infx.catalog import load_runners
+
+    monkeypatch.setenv("INFX_ROUTER_VENV", str(tmp_path / "no-router-venv"))
+    p = _cpu_point()
+    (v,) = preflight_points([p], runners=load_runners(REPO / "configs/runners.yaml"),
+                            launches={p.point_id: render_deployment(p)})
+    checks = {c.name: c for c in v.checks}
+    assert checks["helper:router"].status == "fail" and not v.ok_to_run
+    assert "make router-venv" in checks["helper:router"].message and "\n" not in checks["helper:router"].message
