@@ -231,6 +231,23 @@ def write_store(store: Store, manifest: RunManifest, points: list[ImportedPoint]
                       [r[2] for r in rows])
 
 
+def _check_rows(run_id: str, points: list[ImportedPoint]) -> None:
+    """Every point's store rows can be built and held by SQLite (64-bit integers), or InfxError naming its file."""
+    for p in points:
+        try:
+            rows = _rows(run_id, p)
+        except (ValueError, TypeError, OverflowError, AttributeError) as exc:
+            raise InfxError(Diagnostic(f"cannot import: {exc}", p.source)) from None
+        for row in rows:
+            for v in row:
+                if type(v) is int and not -(2**63) <= v < 2**63:
+                    raise InfxError(Diagnostic(f"cannot import: {str(v)[:24]}... is beyond SQLite's 64-bit integers",
+                                               p.source))
+                if v is not None and type(v) not in (int, float, str, bytes, bool):
+                    raise InfxError(Diagnostic(f"cannot import: a {type(v).__name__} value where a number or text "
+                                               "belongs", p.source))
+
+
 def _write_files(run_dir: Path, manifest: ImportManifest, parsed: list[ParsedFile], copies: list[str]) -> None:
     """Write the run directory next to its final place, then swap it in (never half-written)."""
     run_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -298,6 +315,7 @@ def ingest_inferencex(paths: list[Path], results_root: Path, name: str, *, skip_
         manifest = RunManifest(run_id=name, infx_version=__version__, started_at=now, official=False,
                                description=f"imported from InferenceX ({len(points)} point(s) from "
                                            f"{len(parsed)} file(s)); not measured by infx")
+        _check_rows(name, list(points.values()))  # before anything is written: never a half-imported run
         _write_files(run_dir, imanifest, parsed, copies)
         write_store(store, manifest, list(points.values()))
     finally:
