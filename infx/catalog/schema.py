@@ -73,7 +73,7 @@ def _check_tp_dcp(tp: int | None, dcp: int) -> None:
 class WorkerConfig(_Model):
     """One prefill or decode worker pool. Emitted with its YAML keys in YAML order."""
 
-    num_worker: int = Field(alias="num-worker", ge=0)
+    num_worker: int = Field(alias="num-worker", ge=0, le=4096)  # renderers start each worker: bounded
     tp: int = Field(ge=1)
     pp: PosStrictInt = 1
     dcp_size: PosStrictInt = Field(1, alias="dcp-size")

@@ -23,12 +23,12 @@ class BenchConfig(BaseModel):
     concurrency: int | None = Field(None, ge=1, le=100_000)
     request_rate: float | None = Field(None, gt=0)
     arrival: Arrival = "poisson"
-    burstiness: float = Field(1.0, gt=0)
+    burstiness: float = Field(1.0, gt=0, le=1e6)
     # how much: a request count or a duration
     num_prompts: int | None = Field(None, ge=1, le=100_000_000)
-    duration_s: float | None = Field(None, gt=0)
+    duration_s: float | None = Field(None, gt=0, le=1e8)  # finite: the runner turns it into ns
     warmup_requests: int = Field(0, ge=0, le=100_000_000)
-    warmup_s: float = Field(0.0, ge=0)
+    warmup_s: float = Field(0.0, ge=0, le=1e8)
     seed: int = 0
     # dataset
     dataset: Literal["random", "sharegpt"] = "random"
@@ -40,8 +40,8 @@ class BenchConfig(BaseModel):
     # what to ask the server for
     continuous_usage: bool = True
     token_ids: bool = False
-    stall_timeout_s: float = Field(120.0, gt=0)
-    total_timeout_s: float | None = Field(1800.0, gt=0)
+    stall_timeout_s: float = Field(120.0, gt=0, le=1e8)
+    total_timeout_s: float | None = Field(1800.0, gt=0, le=1e8)
     # metrics
     goodput: dict[str, float] = Field(default_factory=dict)
     gpus: int | None = Field(None, ge=1)  # per-GPU throughput when known
@@ -71,6 +71,10 @@ class BenchConfig(BaseModel):
             raise ValueError("the sharegpt dataset needs --dataset-path")
         if self.workers > 1 and self.concurrency is not None and self.concurrency < self.workers:
             raise ValueError(f"--workers {self.workers} needs --concurrency >= {self.workers} (lanes are sharded over workers)")
+        n = self.effective_num_prompts
+        if n is not None and n * self.input_len > MAX_PROMPT_TOKENS:  # every prompt is built before the run
+            raise ValueError(f"{n:,} prompts of {self.input_len:,} tokens are more than {MAX_PROMPT_TOKENS:,} prompt "
+                             "tokens to build: lower --num-prompts, --concurrency or --input-len")
         return self
 
     @property
@@ -84,6 +88,10 @@ class BenchConfig(BaseModel):
         if self.num_prompts is not None:
             return self.num_prompts
         return 10 * (self.concurrency or 10)  # the reference client's CONC*10
+
+
+#: Most prompt tokens one bench builds up front (about 1 GiB of token ids).
+MAX_PROMPT_TOKENS = 2**27
 
 
 def check_base_url(url: str) -> str:
