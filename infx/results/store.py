@@ -669,6 +669,13 @@ class Store:
         report = IngestReport()
         for run_id in run_ids if run_ids is not None else results.runs():
             report.merge(self.ingest_run(results, run_id))
+        if run_ids is None and results.root.is_dir():  # a run directory that lost its manifest: say so
+            for d in sorted(results.root.iterdir()):
+                if d.is_dir() and (d / POINTS).is_dir() and not (d / MANIFEST).is_file():
+                    n = sum(1 for p in (d / POINTS).iterdir() if p.is_dir())
+                    report.skipped += n
+                    report.problems.append(Diagnostic(f"run directory without {MANIFEST}: its {n} point(s) "
+                                                      "not ingested", str(d / MANIFEST)))
         return report
 
     # reads -------------------------------------------------------------------
