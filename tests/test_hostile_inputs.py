@@ -220,6 +220,8 @@ CASES = [
                                                  "--concurrency", "1"], "--base-url"),
     Case("bench-url-control-char", lambda ws: None, ["bench", "--base-url", "http://127.0.0.1:80/\x01", "--model", "m",
                                                      "--concurrency", "1"], "--base-url"),
+    Case("eval-url-bad-port", lambda ws: None, ["eval", "--base-url", "http://127.0.0.1:ab", "--model", "m", "--out", "e"],
+         "--base-url"),
     Case("synth-absurd-sessions", lambda ws: None, ["traces", "synth", "-o", "s.jsonl", "--sessions", "10000000000"],
          "--sessions"),
     Case("eval-zero-timeout", lambda ws: None, ["eval", "--base-url", "http://127.0.0.1:9", "--model", "m", "--out", "e",

@@ -86,12 +86,6 @@ def register(app: typer.Typer) -> None:
         from infx.outpaths import check_output_dir
 
         check_output_dir(out, "--out")
-        try:
-            from infx.loadgen.config import check_base_url
-
-            check_base_url(base_url)
-        except ValueError as exc:
-            raise InfxError(Diagnostic(str(exc), path=("--base-url",))) from None
         check_server(base_url)
         native = model_max_len or server_max_model_len(base_url, model)
         ctx = max_length or eval_context_length(isl, osl, native)

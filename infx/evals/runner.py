@@ -13,6 +13,7 @@ its files into :class:`EvalResult` and writes, atomically, into ``OUT``:
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
@@ -90,6 +91,8 @@ def check_server(base_url: str, timeout: float = 10.0) -> None:
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise InfxError(Diagnostic(f"server unreachable at {base_url}: {reason}")) from None
+    except (ValueError, http.client.HTTPException) as exc:  # InvalidURL: a non-numeric port, a control character
+        raise InfxError(Diagnostic(f"bad --base-url {base_url!r}: {exc}", path=("--base-url",))) from None
 
 
 def lmeval_config(protocol: EvalProtocol, base_url: str, model: str, work: Path) -> dict[str, Any]:
