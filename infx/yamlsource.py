@@ -357,7 +357,8 @@ def _scalar(node: yaml.Node, loader: Any, file: str = "", path: tuple = ()) -> A
         pass
     try:
         value = loader.construct_object(node)
-    except ValueError as exc:  # e.g. a timestamp-shaped plain scalar that is no date (2020-13-45)
+    except (ValueError, IndexError, TypeError, OverflowError, KeyError) as exc:  # e.g. a timestamp-shaped
+        # plain scalar that is no date (2020-13-45), an empty ``!!int``
         mark = node.start_mark
         raise InfxError(Diagnostic(f"invalid {node.tag.rsplit(':', 1)[-1]} value {node.value!r}: {exc}",
                                    file, mark.line + 1, mark.column + 1, path)) from None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,7 +58,9 @@ class Expr:
         if len(source) > MAX_SOURCE:
             raise ExprError(f"expression is {len(source):,} characters long (at most {MAX_SOURCE:,}): {source[:40]!r}...")
         try:
-            tree = ast.parse(source.strip(), mode="eval")
+            with warnings.catch_warnings():  # '1if x' warns on stderr: the verdict below is what counts
+                warnings.simplefilter("ignore", SyntaxWarning)
+                tree = ast.parse(source.strip(), mode="eval")
         except SyntaxError as exc:
             raise ExprError(f"invalid expression {source!r}: {exc.msg}") from None
         except (RecursionError, MemoryError, ValueError) as exc:  # too deep for the parser; NUL bytes
