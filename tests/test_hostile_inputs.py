@@ -30,6 +30,10 @@ TEMP_MARKERS = (".tmp", ".infx-probe.", ".import-", ".old-")
 SUMMARIES = ("error(s)", "error: nothing imported:", "ingested:")
 
 
+def _summary(line: str) -> bool:
+    return line.strip().endswith(SUMMARIES[0]) or line.startswith(SUMMARIES[1:])
+
+
 @dataclass
 class Case:
     id: str
@@ -102,6 +106,19 @@ def _break_result(edit: Callable[[dict], None]) -> Callable[[Path], None]:
 def _deep_result(ws: Path) -> None:
     f = _result_file(ws)
     f.write_text('{"extra": ' + "[" * 5000 + "]" * 5000 + "}")
+
+
+def _eval_file(ws: Path, score: str) -> None:
+    """A point's eval.json with an impossible score (written by hand: json.dumps never writes NaN)."""
+    from infx.evals.protocol import EVAL_FILE, EVAL_STATUS_FILE, EvalProtocol, EvalResult, EvalStatus, FilterScore
+
+    d = next((ws / "results").glob("*/points/*/result.json")).parent
+    r = EvalResult(task="gsm8k", metric="exact_match", filters=[FilterScore(name="strict-match", score=0.5)], n=10,
+                   protocol=EvalProtocol(task="gsm8k"), lm_eval_version="x", base_url="http://h", model="m",
+                   started_at=1.0, ended_at=2.0, wall_s=1.0)
+    (d / EVAL_FILE).write_text(r.model_dump_json().replace('"score":0.5', f'"score":{score}'))
+    status = EvalStatus(state="pass", protocol=r.protocol, started_at=1.0, ended_at=2.0)
+    (d / EVAL_STATUS_FILE).write_text(status.model_dump_json())
 
 
 def _bad_manifest(ws: Path) -> None:
@@ -199,6 +216,13 @@ CASES = [
          "result.json"),
     Case("result-negative-count", _break_result(lambda d: d["metrics"]["ttft_ms"].update(count=-3)),
          ["ingest", "--strict", "results"], "result.json"),
+    Case("result-int-sqlite-cannot-store", _break_result(lambda d: d["metrics"].update(issued=10**30)),
+         ["ingest", "--strict", "results"], "/points/"),
+    Case("result-telemetry-wrong-shape", _break_result(lambda d: d["extra"].update(telemetry={"power": [1, 2]})),
+         ["ingest", "--strict", "results"], "/points/"),
+    Case("eval-score-nan", _both(_results, lambda ws: _eval_file(ws, "NaN")), ["ingest", "--strict", "results"], "eval.json"),
+    Case("eval-score-negative", _both(_results, lambda ws: _eval_file(ws, "-0.5")), ["ingest", "--strict", "results"],
+         "eval.json"),
     Case("manifest-unknown-layout", _bad_manifest, ["ingest", "--strict", "results"], "manifest.json"),
     Case("agg-tp-1e30", _agg, ["ingest", "--format", "inferencex", "--results", "results", "agg_x.json"], "agg_x.json"),
     # stores
@@ -269,7 +293,7 @@ def test_hostile_input_is_one_line_exit_2(case: Case, _template: Path, tmp_path:
     assert "Traceback" not in err and "Traceback" not in r.stdout
     assert r.exit_code == 2, (r.exit_code, r.exception, err[-2000:])
     assert isinstance(r.exception, SystemExit)
-    lines = [ln for ln in err.splitlines() if ln.strip() and not any(s in ln for s in SUMMARIES)]
+    lines = [ln for ln in err.splitlines() if ln.strip() and not _summary(ln)]
     errors = [ln for ln in lines if "error:" in ln]
     assert len(errors) == 1 and len(lines) == 1, err
     assert case.names in errors[0], errors[0]

@@ -100,15 +100,14 @@ def read_eval(point_dir: Path) -> EvalResult | None:
 
 
 def iter_samples(path: Path) -> Iterator[EvalSample]:
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield EvalSample.model_validate_json(line)
-            except ValidationError as exc:
-                e = exc.errors(include_url=False)[0]
-                raise InfxError(Diagnostic(e["msg"], str(path), lineno, path=tuple(e["loc"]))) from None
+    from infx import jsonio
+
+    for lineno, row in jsonio.iter_jsonl(path, what="eval samples file"):
+        try:
+            yield EvalSample.model_validate(row)
+        except ValidationError as exc:
+            e = exc.errors(include_url=False)[0]
+            raise InfxError(Diagnostic(e["msg"], str(path), lineno, path=tuple(e["loc"]))) from None
 
 
 def read_samples(point_dir: Path) -> list[EvalSample]:
