@@ -237,6 +237,8 @@ CASES = [
     Case("synth-out-is-a-directory", _write("d/x", ""), ["traces", "synth", "-o", "d"], "d"),
     Case("report-out-is-a-directory", _both(_results, _write("r.html/x", "")), ["report", "results", "-o", "r.html"], "r.html"),
     Case("eval-out-is-a-file", _write("f", "x"), ["eval", "--base-url", "http://127.0.0.1:9", "--model", "m", "--out", "f"], "f"),
+    Case("run-results-is-a-file", _write("rfile", "x"), ["run", "--config-keys", KEY, "--results", "rfile", "--dry-run"],
+         "rfile"),
     Case("init-over-a-configs-file", lambda ws: None, ["init", "fresh"], "configs"),
     # the rest: absurd options, URLs, exit codes
     Case("bench-absurd-concurrency", lambda ws: None, [*BENCH[:6], "999999999999", "--num-prompts", "1"], "--concurrency"),

@@ -140,6 +140,9 @@ def register(app: typer.Typer) -> None:
                 raise InfxError(Diagnostic("--base-ref/--head-ref/--trim-conc need --changelog"))
             config_files = config_files or ws.require_config_files()
             runner_config = runner_config or ws.runner_config
+        from infx.outpaths import check_output_dir
+
+        check_output_dir(results or ws.results_dir, "--results")  # before any launch or measurement
         req = RunRequest(
             config_files=[str(p) for p in config_files or []], runner_config=str(runner_config),
             changelog=selection, config_keys=list(config_keys or []), evals=evals, conc=list(conc) if conc else None,  # type: ignore[arg-type]
@@ -225,6 +228,9 @@ def register(app: typer.Typer) -> None:
         ws = current()
         if runner_config is None and ws.runner_config.is_file():
             runner_config = ws.runner_config
+        from infx.outpaths import check_output_dir
+
+        check_output_dir(results or ws.results_dir, "--results")  # before the launch and the measurement
         req = RunRequest(config_files=[], runner_config=str(runner_config or ""), config_keys=[point.point_id],
                          results=str(results or ws.results_dir), workspace=str(ws.root),
                          run_id=run_id, recipes=str(recipes) if recipes else None, ready_timeout=ready_timeout,
