@@ -304,3 +304,35 @@ def test_hostile_input_is_one_line_exit_2(case: Case, _template: Path, tmp_path:
         assert sorted(p.name for p in (ws / "fresh").iterdir()) == ["configs"]
     if case.id == "agg-tp-1e30":  # refused whole: no imported run half-written
         assert not (ws / "results" / "inferencex").exists()
+
+
+@pytest.mark.timeout(5)
+def test_serve_on_a_port_in_use_is_one_line(tmp_path: Path) -> None:
+    import socket
+
+    (tmp_path / "results").mkdir()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = CliRunner().invoke(app, ["serve", str(tmp_path / "results"), "--port", str(port)])
+    assert r.exit_code == 2 and "Traceback" not in r.stderr
+    assert r.stderr.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in r.stderr
+
+
+def test_a_malformed_request_is_logged_as_one_line_without_traceback() -> None:
+    import logging
+    import sys
+
+    from aiohttp.http_exceptions import LineTooLong
+
+    from infx.report.server import _BadRequestLine
+
+    try:
+        raise LineTooLong(b"/" + b"a" * 9000, 8190)
+    except LineTooLong:
+        record = logging.LogRecord("aiohttp.server", logging.ERROR, __file__, 1, "Error handling request", (),
+                                   sys.exc_info())
+    assert _BadRequestLine().filter(record)
+    text = logging.Formatter().format(record)
+    assert "Traceback" not in text and "\n" not in text and text.startswith("bad request from a client: 400")

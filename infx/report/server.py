@@ -263,7 +263,7 @@ class _BadRequestLine(logging.Filter):
 
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, HttpProcessingError):
-            record.msg, record.args = "bad request from a client: %s", (str(exc).splitlines()[0][:200],)
+            record.msg, record.args = "bad request from a client: %s", (" ".join(str(exc).split())[:200],)
             record.exc_info = None
             record.exc_text = None
         return True
