@@ -207,7 +207,12 @@ def register(app: typer.Typer) -> None:
 
         text = (sys.stdin.read() if row == "-" else row if row is not None
                 else jsonio.read_text(row_file, what="row file"))  # type: ignore[arg-type]
-        data = jsonio.loads(text, str(row_file or "--row"))
+        try:
+            data = jsonio.loads(text, str(row_file or "--row"))
+        except InfxError as exc:
+            d = exc.diagnostics[0]
+            raise InfxError(Diagnostic(f"--row is not JSON: {d.message.removeprefix('invalid JSON: ')}", d.file,
+                                       d.line, d.col)) from None
         if not isinstance(data, dict):
             raise InfxError(Diagnostic("--row must be a JSON object", str(row_file or "--row")))
         if "point-id" not in data:
