@@ -88,8 +88,10 @@ def loads(text: str | bytes, file: str, line: int | None = None, *, max_depth: i
     try:
         data = json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
     except json.JSONDecodeError as exc:
-        at = exc.lineno if line is None else line + exc.lineno - 1
-        raise InfxError(Diagnostic(f"invalid JSON: {exc.msg}", file, at, exc.colno)) from None
+        if line is None:
+            raise InfxError(Diagnostic(f"invalid JSON: {exc.msg}", file, exc.lineno, exc.colno)) from None
+        # a JSONL record is one line: the error stays on it (past its end, the column means nothing)
+        raise InfxError(Diagnostic(f"invalid JSON: {exc.msg}", file, line, exc.colno if exc.lineno == 1 else None)) from None
     except _Refused as exc:
         at = line
         if at is None:  # name the line of the first over-long integer, when that is what it is
@@ -156,9 +158,9 @@ def _gzip_reason(exc: BaseException) -> str:
 def lines(path: str | Path, *, max_bytes: int | None = None, max_line: int = MAX_LINE,
           what: str = "file") -> Iterator[tuple[int, bytes]]:
     """``(line number, bytes)`` of each line of ``path`` (gzip inflated as it streams), bounded in
-    line length and, for gzip, in inflated size (``max_bytes``, default 64x :data:`MAX_BYTES`)."""
+    line length and, for gzip, in inflated size (``max_bytes``, default 8x :data:`MAX_BYTES`)."""
     p = Path(path)
-    limit = max_bytes if max_bytes is not None else 64 * MAX_BYTES
+    limit = max_bytes if max_bytes is not None else 8 * MAX_BYTES
     try:
         raw = p.open("rb")
     except FileNotFoundError:
