@@ -45,4 +45,3 @@ def write_json(path: str | Path, obj: Any, indent: int | None = 2) -> None:
 def write_jsonl_gz(path: str | Path, rows: Iterable[Any]) -> None:
     lines = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows)
     write_bytes(path, gzip.compress(lines.encode("utf-8"), compresslevel=6, mtime=0))
-
