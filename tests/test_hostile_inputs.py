@@ -160,13 +160,13 @@ def _agg(ws: Path) -> None:
     (ws / "agg_x.json").write_text(json.dumps(entry))
 
 
-def _multinode_kv(ws: Path) -> None:
+def _multinode_kv(ws: Path, kv: str = "carrier-pigeon", decode_tp: int = 1) -> None:
     (ws / "configs" / "mn-master.yaml").write_text(
         "mn-entry:\n  image: img\n  model: m\n  model-prefix: m\n  runner: local\n  precision: bf16\n"
-        "  framework: vllm\n  multinode: true\n  disagg: true\n  kv-p2p-transfer: carrier-pigeon\n  scenarios:\n"
+        f"  framework: vllm\n  multinode: true\n  disagg: true\n  kv-p2p-transfer: {kv}\n  scenarios:\n"
         "    fixed-seq-len:\n    - isl: 256\n      osl: 64\n      search-space:\n"
         "      - prefill: {num-worker: 1, tp: 1, ep: 1, dp-attn: false}\n"
-        "        decode: {num-worker: 1, tp: 1, ep: 1, dp-attn: false}\n        conc-list: [1]\n")
+        "        decode: {num-worker: 1, tp: " + str(decode_tp) + ", ep: 1, dp-attn: false}\n        conc-list: [1]\n")
 
 
 RECIPE = "recipes/tinyllama-cpu-vllm.yaml"
@@ -203,6 +203,7 @@ CASES = [
     Case("card-bytes-1e999", _edit(CARD, "parameters: 1705216\n  bytes-per-param:\n    bf16: 2", "bytes: 1e999 GB"),
          ["preflight"], "tinyllama.yaml:"),
     Case("multinode-unknown-kv-transfer", _multinode_kv, ["validate"], "mn-master.yaml:10:"),
+    Case("multinode-decode-tp-0", lambda ws: _multinode_kv(ws, "nixl", 0), ["validate"], "mn-master.yaml:17:"),
     # one bounded JSON/JSONL reader, gzip
     Case("trace-deep-json", _write("t.jsonl", "[" * 100000 + "]" * 100000 + "\n"), ["traces", "stats", "t.jsonl"], "t.jsonl:1"),
     Case("trace-not-utf8", _write("t.jsonl", b'{"id": "\xff"}\n'), ["traces", "stats", "t.jsonl"], "t.jsonl:1"),

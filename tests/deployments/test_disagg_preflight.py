@@ -66,3 +66,19 @@ def test_missing_router_fails_preflight_naming_the_install(tmp_path: Path, monke
     checks = {c.name: c for c in v.checks}
     assert checks["helper:router"].status == "fail" and not v.ok_to_run
     assert "make router-venv" in checks["helper:router"].message and "\n" not in checks["helper:router"].message
+
+
+def test_unknown_router_kv_backend_or_zero_tp_is_refused_not_rendered_as_another() -> None:
+    import pytest
+
+    from infx.diagnostics import InfxError
+    from infx.matrix.point import Component
+
+    p = _cpu_point()
+    bad = [p.model_copy(update={"router": Component(name="nginx", version="1")}),
+           p.model_copy(update={"framework": "sglang-disagg", "kv_p2p_transfer": "carrier-pigeon"}),
+           p.model_copy(update={"decode": p.decode.model_copy(update={"tp": 0})})]
+    for point, text in zip(bad, ("router 'nginx' is not one", "kv-p2p-transfer 'carrier-pigeon' is not one",
+                                 "decode tp 0")):
+        with pytest.raises(InfxError, match=text):
+            render_deployment(point)
