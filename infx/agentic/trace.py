@@ -35,15 +35,20 @@ class _Model(BaseModel):
     model_config = ConfigDict(allow_inf_nan=False, extra="allow", populate_by_name=True)
 
 
+#: Most tokens one trace request may state (input or output).
+MAX_TOKENS = 100_000_000
+
+
 class TraceRequest(_Model):
     """One model call of the session (``type: "n"``)."""
 
     t: float = Field(ge=0, description="seconds since the start of the trace")
     type: Literal["n"] = "n"
     model: str | None = None
-    in_: int = Field(alias="in", ge=0, description="input (prompt) tokens")
-    out: int = Field(ge=0, description="output tokens")
-    hash_ids: list[Annotated[int, Field(ge=0)]]
+    # bounded: the replay builds prompts of these sizes (no context is 100M tokens)
+    in_: int = Field(alias="in", ge=0, le=MAX_TOKENS, description="input (prompt) tokens")
+    out: int = Field(ge=0, le=MAX_TOKENS, description="output tokens")
+    hash_ids: list[Annotated[int, Field(ge=0, le=2**63 - 1)]]
     api_time: float | None = Field(None, ge=0, description="recorded service time, seconds")
 
     @property
@@ -59,7 +64,7 @@ class SubagentEntry(_Model):
     agent_id: str
     subagent_type: str
     duration_ms: float = Field(ge=0)
-    total_tokens: int = Field(ge=0)
+    total_tokens: int = Field(ge=0, le=2**63 - 1)
     status: str
     requests: list[TraceEntry] = Field(min_length=1)
     models: list[str] = Field(default_factory=list)
