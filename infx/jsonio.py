@@ -111,9 +111,10 @@ def _is_gzip(path: Path, head: bytes) -> bool:
     return path.suffix == ".gz" or head[:2] == b"\x1f\x8b"
 
 
-def read_bytes(path: str | Path, *, max_bytes: int = MAX_BYTES, what: str = "file") -> bytes:
-    """The bytes of ``path`` (inflated when it is gzip), at most ``max_bytes`` of them."""
+def read_bytes(path: str | Path, *, max_bytes: int | None = None, what: str = "file") -> bytes:
+    """The bytes of ``path`` (inflated when it is gzip), at most ``max_bytes`` (default :data:`MAX_BYTES`)."""
     p = Path(path)
+    max_bytes = MAX_BYTES if max_bytes is None else max_bytes
     try:
         with p.open("rb") as raw:
             head = raw.read(2)
@@ -139,12 +140,12 @@ def read_bytes(path: str | Path, *, max_bytes: int = MAX_BYTES, what: str = "fil
     return data
 
 
-def read_text(path: str | Path, *, max_bytes: int = MAX_BYTES, what: str = "file") -> str:
+def read_text(path: str | Path, *, max_bytes: int | None = None, what: str = "file") -> str:
     """UTF-8 text of ``path`` (inflated when gzip), bounded; every failure is one InfxError."""
     return decode(read_bytes(path, max_bytes=max_bytes, what=what), str(path))
 
 
-def load(path: str | Path, *, max_bytes: int = MAX_BYTES, what: str = "file") -> Any:
+def load(path: str | Path, *, max_bytes: int | None = None, what: str = "file") -> Any:
     """Parse the JSON file (or gzip JSON file) at ``path`` with the module's bounds."""
     return loads(read_bytes(path, max_bytes=max_bytes, what=what), str(path))
 
@@ -155,12 +156,13 @@ def _gzip_reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def lines(path: str | Path, *, max_bytes: int | None = None, max_line: int = MAX_LINE,
+def lines(path: str | Path, *, max_bytes: int | None = None, max_line: int | None = None,
           what: str = "file") -> Iterator[tuple[int, bytes]]:
     """``(line number, bytes)`` of each line of ``path`` (gzip inflated as it streams), bounded in
     line length and, for gzip, in inflated size (``max_bytes``, default 8x :data:`MAX_BYTES`)."""
     p = Path(path)
     limit = max_bytes if max_bytes is not None else 8 * MAX_BYTES
+    max_line = MAX_LINE if max_line is None else max_line
     try:
         raw = p.open("rb")
     except FileNotFoundError:
