@@ -103,7 +103,10 @@ def register(app: typer.Typer) -> None:
 
         from infx.workspace import current
 
+        from infx.outpaths import check_output_dir
+
         results = results or current().results_dir
+        check_output_dir(results, "--results")  # before building the model and measuring
         model_dir = ensure_tiny_model(default_model_dir())
         print(f"demo: tiny model at {model_dir}", file=sys.stderr)
         req = demo_request(results, ready_timeout, prompts_per_conc)

@@ -8,8 +8,6 @@ clock); ``result.json`` carries the anchor that maps them to unix time.
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -171,10 +169,16 @@ def write_records(path: str | Path, records: Iterable[RequestRecord]) -> None:
 
 
 def iter_records(path: str | Path) -> Iterator[RequestRecord]:
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield RequestRecord.model_validate(json.loads(line))
+    """Records of a ``records.jsonl.gz``; a bad or truncated file is an InfxError naming file and line."""
+    from pydantic import ValidationError
+
+    from infx import jsonio
+
+    for lineno, data in jsonio.iter_jsonl(path, what="records file"):
+        try:
+            yield RequestRecord.model_validate(data)
+        except ValidationError as exc:
+            raise jsonio.invalid(exc, str(path), lineno) from None
 
 
 def read_records(path: str | Path) -> list[RequestRecord]:

@@ -38,6 +38,11 @@ def init_workspace(target: Path) -> list[Path]:
                                    "(infx init never overwrites)", str(target / existing[0])))
     if target.exists() and not target.is_dir():
         raise InfxError(Diagnostic(f"{target}: not a directory", str(target)))
+    for rel in SCAFFOLD_FILES:  # every directory the scaffold needs, checked before anything is written
+        for parent in reversed((target / rel).relative_to(target).parents[:-1]):
+            if (target / parent).exists() and not (target / parent).is_dir():
+                raise InfxError(Diagnostic(f"{target}: '{parent}' is a file, where infx init needs a directory; "
+                                           "nothing written", str(target / parent)))
     written = []
     for rel, src in SCAFFOLD_FILES.items():
         dst = target / rel

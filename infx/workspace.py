@@ -157,14 +157,33 @@ def _search(start: Path) -> tuple[Path, FoundBy] | None:
     return None
 
 
+_MAX_TOML = 2**20
+
+
 def load_workspace_file(path: Path) -> WorkspaceFile:
-    """Parse ``infx.toml``; errors name the file and line."""
-    text = path.read_text(encoding="utf-8")
+    """Parse ``infx.toml``; errors name the file and line. Bounded: at most 1 MiB of UTF-8 text,
+    nesting too deep for the parser is one line too."""
+    try:
+        if not path.is_file():
+            raise InfxError(Diagnostic(f"{path.name} is not a file", str(path)))
+        with path.open("rb") as fh:
+            raw = fh.read(_MAX_TOML + 1)
+    except OSError as exc:
+        raise InfxError(Diagnostic(f"cannot read {path.name}: {exc.strerror or exc}", str(path))) from None
+    if len(raw) > _MAX_TOML:
+        raise InfxError(Diagnostic(f"{path.name} is larger than {_MAX_TOML // 2**20} MiB", str(path)))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InfxError(Diagnostic(f"not UTF-8 text: byte 0x{raw[exc.start]:02x} cannot be decoded", str(path), line)) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None) or 1
         raise InfxError(Diagnostic(f"not valid TOML: {exc.args[0] if exc.args else exc}", str(path), line, 1)) from None
+    except RecursionError:
+        raise InfxError(Diagnostic("not valid TOML: nested too deeply", str(path))) from None
     try:
         return WorkspaceFile.model_validate(data)
     except ValidationError as exc:

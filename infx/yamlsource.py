@@ -14,6 +14,7 @@ path (compose a node tree with libyaml, then walk it), which yields the exact da
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 from yaml.events import (
+    AliasEvent,
+    CollectionEndEvent,
+    CollectionStartEvent,
     MappingEndEvent,
     MappingStartEvent,
     ScalarEvent,
@@ -163,6 +167,8 @@ def _fast(text: str | bytes) -> tuple[Any, dict[tuple, Pos], dict[tuple, Pos]]:
                 raise _Fallback
             tag = loader.resolve(ScalarNode, value, (True, False))
             out = loader.construct_object(ScalarNode(tag, value))
+            if _number_problem(out):
+                raise _Fallback  # the full path reports it at its line
             if type(out) in _IMMUTABLE and len(memo) < _MEMO_LIMIT:
                 memo[value] = out
             return out
@@ -179,7 +185,7 @@ def _fast(text: str | bytes) -> tuple[Any, dict[tuple, Pos], dict[tuple, Pos]]:
                     return plain(ev.value) if value is miss else value
                 return ev.value
             if cls is MappingStartEvent:
-                if ev.tag is not None or ev.anchor is not None:
+                if ev.tag is not None or ev.anchor is not None or len(path) >= MAX_DEPTH:
                     raise _Fallback
                 m = ev.start_mark
                 pos[path] = (m.line + 1, m.column + 1)
@@ -204,7 +210,7 @@ def _fast(text: str | bytes) -> tuple[Any, dict[tuple, Pos], dict[tuple, Pos]]:
                     kpos[p] = (m.line + 1, m.column + 1)
                     out[key] = node(get(), p)
             if cls is SequenceStartEvent:
-                if ev.tag is not None or ev.anchor is not None:
+                if ev.tag is not None or ev.anchor is not None or len(path) >= MAX_DEPTH:
                     raise _Fallback
                 m = ev.start_mark
                 pos[path] = (m.line + 1, m.column + 1)
@@ -233,12 +239,79 @@ def _fast(text: str | bytes) -> tuple[Any, dict[tuple, Pos], dict[tuple, Pos]]:
 
 
 # ----------------------------------------------------------------------------------------------
+# bounds: alias expansion and nesting depth, checked on the event stream before composing
+
+#: Deepest nesting of mappings and sequences accepted (configs nest a dozen levels at most).
+MAX_DEPTH = 100
+#: Most nodes that aliases (and merge keys) may bring in, all together: an alias bomb's
+#: ``[*a, *a, ...]`` tower expands exponentially, and every reader walks the expanded tree.
+MAX_ALIAS_NODES = 100_000
+
+
+def _check_bounds(text: str | bytes, file: str) -> None:
+    """Reject a document nesting deeper than :data:`MAX_DEPTH` or expanding aliases past
+    :data:`MAX_ALIAS_NODES`, naming the line of the offending collection or alias.
+
+    One linear pass over libyaml's events: each anchored node's expanded size is recorded when
+    it ends, and every alias adds that size to the running total and to its enclosing nodes.
+    """
+    loader = _Loader(text)
+    try:
+        sizes: dict[str, int] = {}
+        stack: list[list[Any]] = []  # [anchor, expanded size so far]
+        expanded = 0
+        while True:
+            try:
+                ev = loader.get_event()
+            except yaml.YAMLError:
+                return  # the composer reports syntax errors exactly
+            if ev is None or isinstance(ev, StreamEndEvent):
+                return
+            if isinstance(ev, CollectionStartEvent):
+                if len(stack) >= MAX_DEPTH:
+                    m = ev.start_mark
+                    raise InfxError(Diagnostic(f"YAML nests deeper than {MAX_DEPTH} levels",
+                                               file, m.line + 1, m.column + 1))
+                stack.append([ev.anchor, 1])
+            elif isinstance(ev, CollectionEndEvent):
+                anchor, size = stack.pop()
+                if anchor is not None:
+                    sizes[anchor] = size
+                if stack:
+                    stack[-1][1] += size
+            elif isinstance(ev, (ScalarEvent, AliasEvent)):
+                size = 1
+                if isinstance(ev, AliasEvent):
+                    size = sizes.get(ev.anchor, 1)
+                    expanded += size
+                    if expanded > MAX_ALIAS_NODES:
+                        m = ev.start_mark
+                        raise InfxError(Diagnostic(
+                            f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} nodes "
+                            f"(an alias bomb?) at alias '*{ev.anchor}'", file, m.line + 1, m.column + 1))
+                elif ev.anchor is not None:
+                    sizes[ev.anchor] = 1
+                if stack:
+                    stack[-1][1] += size
+    finally:
+        loader.dispose()
+
+
+# ----------------------------------------------------------------------------------------------
 # full path: compose a node tree, then walk it
+
+
+_PLAIN_COLLECTION_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
 
 
 def _walk(node: yaml.Node, path: tuple, pos: dict, loader: Any, file: str, kpos: dict | None = None) -> Any:
     mark = node.start_mark
     pos[path] = (mark.line + 1, mark.column + 1)
+    if not isinstance(node, yaml.ScalarNode) and node.tag not in _PLAIN_COLLECTION_TAGS:
+        # PyYAML's SafeLoader would build a map or list and drop the tag silently
+        raise InfxError(Diagnostic(f"YAML tag '{node.tag}' is not supported on a "
+                                   f"{'mapping' if isinstance(node, yaml.MappingNode) else 'list'}",
+                                   file, mark.line + 1, mark.column + 1, path))
     if isinstance(node, yaml.MappingNode):
         # Keys written in this mapping must be unique; keys brought in by a merge (``<<``) may be
         # overridden by a written one, as in PyYAML (flatten_mapping puts merged pairs first).
@@ -284,13 +357,33 @@ def _scalar(node: yaml.Node, loader: Any, file: str = "", path: tuple = ()) -> A
         pass
     try:
         value = loader.construct_object(node)
-    except ValueError as exc:  # e.g. a timestamp-shaped plain scalar that is no date (2020-13-45)
+    except (ValueError, IndexError, TypeError, OverflowError, KeyError) as exc:  # e.g. a timestamp-shaped
+        # plain scalar that is no date (2020-13-45), an empty ``!!int``
         mark = node.start_mark
         raise InfxError(Diagnostic(f"invalid {node.tag.rsplit(':', 1)[-1]} value {node.value!r}: {exc}",
                                    file, mark.line + 1, mark.column + 1, path)) from None
+    problem = _number_problem(value)
+    if problem:
+        mark = node.start_mark
+        raise InfxError(Diagnostic(problem, file, mark.line + 1, mark.column + 1, path))
     if type(value) in _IMMUTABLE and len(_SCALAR_MEMO) < _MEMO_LIMIT:
         _SCALAR_MEMO[memo_key] = value
     return value
+
+
+#: Integers beyond SQLite's (and every engine's) 64-bit range mean nothing in any input; they also
+#: turn later arithmetic (``range(num_worker)``, products of sizes) into hangs and overflows.
+MAX_INT = 2**63 - 1
+
+
+def _number_problem(value: Any) -> str | None:
+    """Why a YAML number is refused in every input (not finite, or an integer past 64 bits), or None."""
+    if type(value) is int:
+        if not -MAX_INT <= value <= MAX_INT:
+            return f"integer {str(value)[:20]}... is out of range (beyond 64 bits)"
+    elif type(value) is float and not math.isfinite(value):
+        return f"number {value} is not finite (inf and NaN are not accepted)"
+    return None
 
 
 def _syntax_error(exc: yaml.YAMLError, file: str) -> InfxError:
@@ -303,6 +396,7 @@ def _syntax_error(exc: yaml.YAMLError, file: str) -> InfxError:
 
 
 def _parse_full(text: str | bytes, file: str) -> YamlSource:
+    _check_bounds(text, file)
     loader = _Loader(text)
     try:
         try:

@@ -69,6 +69,9 @@ def synth_cmd(
         fanout_width_max=fanout_width_max, subagent_turns_min=subagent_turns_min,
         subagent_turns_max=subagent_turns_max, reuse=reuse, think_time=think_time,
     )
+    from infx.outpaths import check_output_file
+
+    check_output_file(out, "--out")
     traces = synth_traces(cfg)
     write_traces(out, traces)
     st = trace_stats(traces)
@@ -140,7 +143,9 @@ def replay_cmd(
     except ValidationError as exc:
         raise InfxError([Diagnostic(str(e["msg"]).removeprefix("Value error, ")) for e in exc.errors()]) from None
     from infx.agentic.replay import ReplayError
+    from infx.outpaths import check_output_dir
 
+    check_output_dir(out, "--out")  # before replaying, so the measurement is never lost at the write
     try:
         result = run_replay_to_dir(file, base_url=url, model=model, tokenizer_dir=tokenizer, out_dir=out, config=cfg)
     except ReplayError as exc:

@@ -16,8 +16,6 @@ the P90 interactivity is the slow one).
 
 from __future__ import annotations
 
-import gzip
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -171,8 +169,17 @@ def write_sessions(path: str | Path, sessions: list[SessionRecord]) -> None:
 
 
 def read_sessions(path: str | Path) -> list[SessionRecord]:
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return [SessionRecord.model_validate(json.loads(line)) for line in fh if line.strip()]
+    from pydantic import ValidationError
+
+    from infx import jsonio
+
+    out = []
+    for lineno, data in jsonio.iter_jsonl(path, what="sessions file"):
+        try:
+            out.append(SessionRecord.model_validate(data))
+        except ValidationError as exc:
+            raise jsonio.invalid(exc, str(path), lineno) from None
+    return out
 
 
 def run_replay_to_dir(

@@ -39,7 +39,7 @@ SESSION_HEADER = "X-Session-ID"
 class ReplayConfig(BaseModel):
     """How to replay (defaults follow the reference system's AIPerf flags where it has one)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     concurrency: int = Field(ge=1, description="lanes: concurrent session trees, not requests")
     duration_s: float | None = Field(3600.0, gt=0, description="stop issuing new requests after this")
@@ -72,7 +72,7 @@ class ReplayConfig(BaseModel):
 class SessionRecord(BaseModel):
     """One replayed session tree."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     session_id: str
     trace_id: str
@@ -97,7 +97,7 @@ class SessionRecord(BaseModel):
 
 
 class ReplayOutcome(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     records: list[RequestRecord]
     sessions: list[SessionRecord]

@@ -26,26 +26,26 @@ SUBAGENT_TYPES = ("Explore", "general-purpose", "Plan", "code-reviewer")
 
 
 class SynthConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
-    sessions: int = Field(8, ge=1)
+    sessions: int = Field(8, ge=1, le=1_000_000)
     seed: int = 0
-    max_context: int = Field(2048, ge=256, description="input + output of any request stays within this")
-    turns_min: int = Field(3, ge=1)
-    turns_max: int = Field(8, ge=1)
+    max_context: int = Field(2048, ge=256, le=100_000_000, description="input + output of any request stays within this")
+    turns_min: int = Field(3, ge=1, le=100_000)
+    turns_max: int = Field(8, ge=1, le=100_000)
     initial_context: float = Field(0.2, gt=0, lt=1, description="first turn's input, fraction of max_context")
     growth: float = Field(0.08, ge=0, lt=1, description="mean context growth per turn, fraction of max_context")
     system_prefix: float = Field(0.1, ge=0, lt=1, description="shared system prompt, fraction of max_context")
     out_min: int = Field(8, ge=1)
     out_max: int = Field(48, ge=1)
     fanout_prob: float = Field(0.3, ge=0, le=1)
-    fanout_width_min: int = Field(2, ge=1)
-    fanout_width_max: int = Field(3, ge=1)
-    subagent_turns_min: int = Field(1, ge=1)
-    subagent_turns_max: int = Field(3, ge=1)
+    fanout_width_min: int = Field(2, ge=1, le=10_000)
+    fanout_width_max: int = Field(3, ge=1, le=10_000)
+    subagent_turns_min: int = Field(1, ge=1, le=100_000)
+    subagent_turns_max: int = Field(3, ge=1, le=100_000)
     reuse: float = Field(1.0, ge=0, le=1)
     think_time: float = Field(1.0, ge=0, description="mean idle gap between turns, seconds")
-    block_size: int = Field(DEFAULT_BLOCK_SIZE, gt=0)
+    block_size: int = Field(DEFAULT_BLOCK_SIZE, gt=0, le=1_000_000)
     model: str = "synthetic"
 
     @model_validator(mode="after")

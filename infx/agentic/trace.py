@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
+from infx import jsonio
 from infx.atomic import write_text
 from infx.diagnostics import Diagnostic, InfxError
 
@@ -31,7 +32,11 @@ MAX_DIAGNOSTICS = 50
 
 class _Model(BaseModel):
     # Real traces carry extra bookkeeping fields; keep them, validate what replay needs.
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="allow", populate_by_name=True)
+
+
+#: Most tokens one trace request may state (input or output).
+MAX_TOKENS = 100_000_000
 
 
 class TraceRequest(_Model):
@@ -40,9 +45,10 @@ class TraceRequest(_Model):
     t: float = Field(ge=0, description="seconds since the start of the trace")
     type: Literal["n"] = "n"
     model: str | None = None
-    in_: int = Field(alias="in", ge=0, description="input (prompt) tokens")
-    out: int = Field(ge=0, description="output tokens")
-    hash_ids: list[Annotated[int, Field(ge=0)]]
+    # bounded: the replay builds prompts of these sizes (no context is 100M tokens)
+    in_: int = Field(alias="in", ge=0, le=MAX_TOKENS, description="input (prompt) tokens")
+    out: int = Field(ge=0, le=MAX_TOKENS, description="output tokens")
+    hash_ids: list[Annotated[int, Field(ge=0, le=2**63 - 1)]]
     api_time: float | None = Field(None, ge=0, description="recorded service time, seconds")
 
     @property
@@ -58,7 +64,7 @@ class SubagentEntry(_Model):
     agent_id: str
     subagent_type: str
     duration_ms: float = Field(ge=0)
-    total_tokens: int = Field(ge=0)
+    total_tokens: int = Field(ge=0, le=2**63 - 1)
     status: str
     requests: list[TraceEntry] = Field(min_length=1)
     models: list[str] = Field(default_factory=list)
@@ -166,9 +172,9 @@ def parse_traces(lines: Iterable[str], file: str = "<traces>") -> list[Trace]:
         if not text:
             continue
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            diags.append(Diagnostic(f"bad JSON: {exc.msg}", file, lineno, exc.colno))
+            data = jsonio.loads(text, file, lineno)
+        except InfxError as exc:
+            diags.extend(exc.diagnostics)
             continue
         if not isinstance(data, dict):
             diags.append(Diagnostic(f"a trace line must be a JSON object, got {type(data).__name__}", file, lineno))
@@ -193,17 +199,9 @@ def parse_traces(lines: Iterable[str], file: str = "<traces>") -> list[Trace]:
 def load_traces(path: str | Path) -> list[Trace]:
     """Read and validate a weka-format ``traces.jsonl`` (``.gz`` accepted)."""
     p = Path(path)
-    try:
-        if p.suffix == ".gz":
-            import gzip
-
-            text = gzip.decompress(p.read_bytes()).decode("utf-8")
-        else:
-            text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InfxError(Diagnostic("trace file not found", str(path))) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InfxError(Diagnostic(f"cannot read trace file: {exc}", str(path))) from None
+    if not p.exists():
+        raise InfxError(Diagnostic("trace file not found", str(path)))
+    text = jsonio.read_text(p, what="trace file")  # gzip inflation, size and UTF-8 bounded
     return parse_traces(text.splitlines(), str(path))
 
 

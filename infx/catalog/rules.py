@@ -13,6 +13,9 @@ from infx.diagnostics import PathElem
 
 Problem = tuple[tuple[PathElem, ...], str]
 
+#: KV transfer backends the deployment renderers know (an unknown one would render as another silently).
+KNOWN_KV_TRANSFERS = ("example-connector", "mooncake", "mori", "nixl", "ucx")
+
 
 def _search_space_entries(entry: MasterEntry) -> Iterator[tuple[tuple[PathElem, ...], object]]:
     sc = entry.scenarios
@@ -39,6 +42,11 @@ def entry_problems(entry: MasterEntry) -> list[Problem]:
             if getattr(ss, attr, None) is not None:
                 out.append((path + (field,), f"{field} must be declared either at the top level or in "
                             "search-space entries, not both"))
+    for path, obj in [((), entry), *entries]:
+        kv = getattr(obj, "kv_p2p_transfer", None)
+        if kv is not None and kv not in KNOWN_KV_TRANSFERS:
+            out.append((path + ("kv-p2p-transfer",), f"unknown kv-p2p-transfer {kv!r} (known: "
+                        f"{', '.join(KNOWN_KV_TRANSFERS)})"))
     for path, ss in entries:
         if getattr(ss, "kv_p2p_transfer", None) is not None and not entry.multinode:
             out.append((path + ("kv-p2p-transfer",), "a search-space 'kv-p2p-transfer' requires multinode=true"))

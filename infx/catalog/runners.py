@@ -13,7 +13,7 @@ from infx.diagnostics import Diagnostic, InfxError
 class HardwareFacts(BaseModel):
     """What the DRAM budget needs to know about one fleet."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", populate_by_name=True, frozen=True)
 
     available_cpu_dram_mib: Annotated[StrictInt, Field(gt=0)] = Field(alias="available-cpu-dram-mib")
     gpus_per_node: Annotated[StrictInt, Field(gt=0)] = Field(alias="gpus-per-node")
@@ -24,7 +24,7 @@ class HardwareFacts(BaseModel):
 
 
 class RunnerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", populate_by_name=True, frozen=True)
 
     labels: dict[str, Annotated[list[StrictStr], Field(min_length=1)]]
     hardware: dict[str, HardwareFacts] = Field(default_factory=dict)

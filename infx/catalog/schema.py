@@ -34,7 +34,7 @@ class At(ValueError):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", populate_by_name=True)
 
 
 class ComponentMetadata(_Model):
@@ -73,8 +73,8 @@ def _check_tp_dcp(tp: int | None, dcp: int) -> None:
 class WorkerConfig(_Model):
     """One prefill or decode worker pool. Emitted with its YAML keys in YAML order."""
 
-    num_worker: int = Field(alias="num-worker", ge=0)
-    tp: int
+    num_worker: int = Field(alias="num-worker", ge=0, le=4096)  # renderers start each worker: bounded
+    tp: int = Field(ge=1)
     pp: PosStrictInt = 1
     dcp_size: PosStrictInt = Field(1, alias="dcp-size")
     pcp_size: PosStrictInt = Field(1, alias="pcp-size")

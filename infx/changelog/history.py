@@ -13,10 +13,8 @@ Every violation is a diagnostic on the changelog path naming the entry and the l
 
 from __future__ import annotations
 
-import json
 import os
 import re
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
@@ -64,9 +62,11 @@ class PullRequestContext(BaseModel):
 def _event_pr_number(path: str | None) -> int | None:
     if not path:
         return None
+    from infx import jsonio
+
     try:
-        event = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+        event = jsonio.load(path, what="GitHub event file")
+    except InfxError:
         return None
     pr = event.get("pull_request") if isinstance(event, dict) else None
     num = pr.get("number") if isinstance(pr, dict) else event.get("number") if isinstance(event, dict) else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,6 +38,12 @@ _CMPOPS: dict[type, Any] = {
 }
 _FUNCS: dict[str, Any] = {"min": min, "max": max, "int": int, "ceil": math.ceil}
 _MAX_POW = 64  # keep ** from building astronomically large integers
+#: Bounds on what an expression may build: its text (checked before ``ast.parse``), its nesting,
+#: the integers (bits; ~308 digits, the float range) and strings its operators produce.
+MAX_SOURCE = 2_000
+MAX_DEPTH = 50
+MAX_INT_BITS = 1_024
+MAX_STR = 10_000
 
 
 class ExprError(ValueError):
@@ -48,12 +55,19 @@ class Expr:
 
     def __init__(self, source: str) -> None:
         self.source = source
+        if len(source) > MAX_SOURCE:
+            raise ExprError(f"expression is {len(source):,} characters long (at most {MAX_SOURCE:,}): {source[:40]!r}...")
         try:
-            tree = ast.parse(source.strip(), mode="eval")
+            with warnings.catch_warnings():  # '1if x' warns on stderr: the verdict below is what counts
+                warnings.simplefilter("ignore", SyntaxWarning)
+                tree = ast.parse(source.strip(), mode="eval")
         except SyntaxError as exc:
             raise ExprError(f"invalid expression {source!r}: {exc.msg}") from None
+        except (RecursionError, MemoryError, ValueError) as exc:  # too deep for the parser; NUL bytes
+            raise ExprError(f"invalid expression {source!r}: {type(exc).__name__}") from None
         self._body = tree.body
         self.names: set[str] = set()
+        _check_depth(self._body, source)
         self._check(self._body)
 
     def _check(self, node: ast.AST) -> None:
@@ -115,7 +129,7 @@ class Expr:
 
     def _eval(self, node: ast.AST, env: Mapping[str, Value]) -> Any:
         if isinstance(node, ast.Constant):
-            return node.value
+            return self._bounded(node.value)
         if isinstance(node, ast.Name):
             if node.id == "True":
                 return True
@@ -126,16 +140,18 @@ class Expr:
             left, right = self._eval(node.left, env), self._eval(node.right, env)
             if isinstance(node.op, ast.Pow) and isinstance(right, (int, float)) and abs(right) > _MAX_POW:
                 raise ExprError(f"exponent {right} too large in {self.source!r}")
+            self._presize(node.op, left, right)
             try:
-                return _BINOPS[type(node.op)](left, right)
-            except (TypeError, ZeroDivisionError, OverflowError) as exc:
+                out = _BINOPS[type(node.op)](left, right)
+            except (TypeError, ZeroDivisionError, OverflowError, ValueError, MemoryError) as exc:
                 raise ExprError(f"cannot evaluate {self.source!r}: {exc}") from None
+            return self._bounded(out)
         if isinstance(node, ast.UnaryOp):
             v = self._eval(node.operand, env)
             if isinstance(node.op, ast.Not):
                 return not v
             try:
-                return -v if isinstance(node.op, ast.USub) else +v
+                return self._bounded(-v if isinstance(node.op, ast.USub) else +v)
             except TypeError as exc:
                 raise ExprError(f"cannot evaluate {self.source!r}: {exc}") from None
         if isinstance(node, ast.BoolOp):
@@ -169,10 +185,68 @@ class Expr:
             assert isinstance(node.func, ast.Name)
             args = [self._eval(a, env) for a in node.args]
             try:
-                return _FUNCS[node.func.id](*args)
+                out = _FUNCS[node.func.id](*args)
             except (TypeError, ValueError, OverflowError) as exc:
                 raise ExprError(f"cannot evaluate {self.source!r}: {exc}") from None
+            return self._bounded(out)
         raise ExprError(f"{type(node).__name__} is not allowed")  # pragma: no cover - _check rejects it
+
+    def _presize(self, op: ast.operator, left: Any, right: Any) -> None:
+        """Refuse an operation whose result would be too large to build, before building it."""
+        big = False
+        if isinstance(op, ast.Pow) and _is_int(left) and _is_int(right) and right > 0:
+            big = (abs(left).bit_length() - 1) * right > MAX_INT_BITS
+        elif isinstance(op, ast.Mult):
+            if _is_int(left) and _is_int(right):
+                big = abs(left).bit_length() + abs(right).bit_length() > 2 * MAX_INT_BITS + 2
+            elif isinstance(left, str) and _is_int(right):
+                big = len(left) * right > MAX_STR
+            elif isinstance(right, str) and _is_int(left):
+                big = len(right) * left > MAX_STR
+        elif isinstance(op, ast.Mod) and isinstance(left, str):
+            # printf-style widths and precisions ('%999999999d') build strings of that size
+            big = any(len(w) > 4 for w in _digit_runs(left))
+        elif isinstance(op, ast.Add) and isinstance(left, str) and isinstance(right, str):
+            big = len(left) + len(right) > MAX_STR
+        if big:
+            raise ExprError(f"result too large in {self.source!r}")
+
+    def _bounded(self, out: Any) -> Any:
+        """The value of an operation, refused when it is too large, not finite or not real."""
+        if isinstance(out, bool):
+            return out
+        if isinstance(out, int):
+            if out.bit_length() > MAX_INT_BITS:
+                raise ExprError(f"integer result too large (over {MAX_INT_BITS} bits) in {self.source!r}")
+        elif isinstance(out, float):
+            if not math.isfinite(out):
+                raise ExprError(f"result is {out} (not a finite number) in {self.source!r}")
+        elif isinstance(out, str):
+            if len(out) > MAX_STR:
+                raise ExprError(f"string result too long (over {MAX_STR:,} characters) in {self.source!r}")
+        elif isinstance(out, complex):
+            raise ExprError(f"result {out} is a complex number in {self.source!r}")
+        return out
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int)
+
+
+def _digit_runs(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"[0-9]+", text)
+
+
+def _check_depth(body: ast.AST, source: str) -> None:
+    """Refuse an expression nesting deeper than :data:`MAX_DEPTH` (the walkers recurse)."""
+    stack = [(body, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ExprError(f"expression nests deeper than {MAX_DEPTH} levels: {source[:40]!r}")
+        stack.extend((c, depth + 1) for c in ast.iter_child_nodes(node))
 
 
 def evaluate(source: str, env: Mapping[str, Value]) -> Value:

@@ -65,7 +65,7 @@ def unescape(value: Any) -> Any:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", populate_by_name=True, frozen=True)
 
 
 class Layer(_Strict):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import urllib.request
 from pathlib import Path
@@ -73,6 +74,18 @@ def register(app: typer.Typer) -> None:
             raise InfxError(Diagnostic(f"--limit {limit} is more than the {test_size()} {task} test questions"))
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise InfxError(Diagnostic(f"--threshold must be within [0, 1], not {threshold}"))
+        if not math.isfinite(timeout) or timeout <= 0:
+            raise InfxError(Diagnostic(f"--timeout must be a positive number of seconds, not {timeout}"))
+        if max_retries < 0:
+            raise InfxError(Diagnostic(f"--max-retries must be >= 0, not {max_retries}"))
+        if not task.strip():
+            raise InfxError(Diagnostic("--task must name an lm-eval task, not be empty"))
+        for name, value in (("--isl", isl), ("--osl", osl)):
+            if value < 1:
+                raise InfxError(Diagnostic(f"{name} must be >= 1, not {value}"))
+        from infx.outpaths import check_output_dir
+
+        check_output_dir(out, "--out")
         check_server(base_url)
         native = model_max_len or server_max_model_len(base_url, model)
         ctx = max_length or eval_context_length(isl, osl, native)

@@ -20,12 +20,9 @@ def newest(directory: Path, pattern: str) -> Path | None:
 
 
 def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InfxError(Diagnostic(f"not JSON: {exc.msg}", str(path), exc.lineno, exc.colno)) from None
-    except OSError as exc:
-        raise InfxError(Diagnostic(f"cannot read: {exc.strerror}", str(path))) from None
+    from infx import jsonio
+
+    return jsonio.load(path, what="eval file")
 
 
 def read_lmeval_scores(path: Path, task: str) -> tuple[list[FilterScore], int, str, str]:
@@ -41,6 +38,9 @@ def read_lmeval_scores(path: Path, task: str) -> tuple[list[FilterScore], int, s
             value = res.get(f"{metric},{name}")
             if not isinstance(value, (int, float)):
                 continue
+            if isinstance(value, bool) or not 0 <= value <= 1:  # jsonio already refused NaN and inf
+                raise InfxError(Diagnostic(f"{metric} score {value!r} of filter {name!r} is not between 0 and 1",
+                                           str(path), path=("results", task, f"{metric},{name}")))
             se = res.get(f"{metric}_stderr,{name}")
             out.append(FilterScore(name=name, score=float(value), stderr=float(se) if isinstance(se, (int, float))
                                    else None))
@@ -64,29 +64,27 @@ def _text(x: Any) -> str:
 
 def read_lmeval_samples(path: Path) -> list[EvalSample]:
     """One :class:`EvalSample` per question from lm-eval's per-(doc, filter) sample lines."""
+    from infx import jsonio
+
     by_doc: dict[int, EvalSample] = {}
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                doc_id = int(row["doc_id"])
-                filt = str(row.get("filter", "none"))
-                metric = next((k for k in ("exact_match", "acc") if k in row), None)
-                correct = bool(row[metric]) if metric else False
-                s = by_doc.get(doc_id)
-                if s is None:
-                    args = row.get("arguments") or {}
-                    first = next(iter(args.values()), {}) if isinstance(args, dict) else (args[0] if args else {})
-                    prompt = _text(first.get("arg_0") if isinstance(first, dict) else first)
-                    s = by_doc[doc_id] = EvalSample(doc_id=doc_id, prompt=prompt, response=_text(row.get("resps")),
-                                                    target=_text(row.get("target")))
-                s.extracted[filt] = _text(row.get("filtered_resps"))
-                s.correct[filt] = correct
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise InfxError(Diagnostic(f"not an lm-eval sample line ({type(exc).__name__}: {exc})", str(path),
-                                           lineno)) from None
+    for lineno, row in jsonio.iter_jsonl(path, what="eval samples file"):
+        try:
+            doc_id = int(row["doc_id"])
+            filt = str(row.get("filter", "none"))
+            metric = next((k for k in ("exact_match", "acc") if k in row), None)
+            correct = bool(row[metric]) if metric else False
+            s = by_doc.get(doc_id)
+            if s is None:
+                args = row.get("arguments") or {}
+                first = next(iter(args.values()), {}) if isinstance(args, dict) else (args[0] if args else {})
+                prompt = _text(first.get("arg_0") if isinstance(first, dict) else first)
+                s = by_doc[doc_id] = EvalSample(doc_id=doc_id, prompt=prompt, response=_text(row.get("resps")),
+                                                target=_text(row.get("target")))
+            s.extracted[filt] = _text(row.get("filtered_resps"))
+            s.correct[filt] = correct
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InfxError(Diagnostic(f"not an lm-eval sample line ({type(exc).__name__}: {exc})", str(path),
+                                       lineno)) from None
     return [by_doc[k] for k in sorted(by_doc)]
 
 
@@ -102,15 +100,14 @@ def read_eval(point_dir: Path) -> EvalResult | None:
 
 
 def iter_samples(path: Path) -> Iterator[EvalSample]:
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield EvalSample.model_validate_json(line)
-            except ValidationError as exc:
-                e = exc.errors(include_url=False)[0]
-                raise InfxError(Diagnostic(e["msg"], str(path), lineno, path=tuple(e["loc"]))) from None
+    from infx import jsonio
+
+    for lineno, row in jsonio.iter_jsonl(path, what="eval samples file"):
+        try:
+            yield EvalSample.model_validate(row)
+        except ValidationError as exc:
+            e = exc.errors(include_url=False)[0]
+            raise InfxError(Diagnostic(e["msg"], str(path), lineno, path=tuple(e["loc"]))) from None
 
 
 def read_samples(point_dir: Path) -> list[EvalSample]:

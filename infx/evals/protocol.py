@@ -45,7 +45,7 @@ def output_budget(ctx: int) -> int:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
 
 class EvalProtocol(_Model):
@@ -76,8 +76,8 @@ class EvalProtocol(_Model):
 
 class FilterScore(_Model):
     name: str  # lm-eval filter name: strict-match, flexible-extract
-    score: float
-    stderr: float | None = None
+    score: float = Field(ge=0, le=1)  # a fraction of questions (NaN, inf and negatives refused)
+    stderr: float | None = Field(None, ge=0)
 
 
 class EvalSample(_Model):
@@ -97,7 +97,7 @@ class EvalResult(_Model):
     task: str
     metric: str = "exact_match"
     filters: list[FilterScore]
-    n: int  # questions scored
+    n: int = Field(ge=0)  # questions scored
     protocol: EvalProtocol
     lm_eval_version: str
     base_url: str

@@ -13,6 +13,7 @@ its files into :class:`EvalResult` and writes, atomically, into ``OUT``:
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
@@ -90,6 +91,8 @@ def check_server(base_url: str, timeout: float = 10.0) -> None:
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise InfxError(Diagnostic(f"server unreachable at {base_url}: {reason}")) from None
+    except (ValueError, http.client.HTTPException) as exc:  # InvalidURL: a non-numeric port, a control character
+        raise InfxError(Diagnostic(f"bad --base-url {base_url!r}: {exc}", path=("--base-url",))) from None
 
 
 def lmeval_config(protocol: EvalProtocol, base_url: str, model: str, work: Path) -> dict[str, Any]:
@@ -148,14 +151,13 @@ def run_eval(protocol: EvalProtocol, base_url: str, model: str, out: Path, *,
              meta: Mapping[str, Any] | None = None, check: bool = True,
              timeout_s: float | None = None) -> EvalResult:
     """Grade ``base_url`` and write the eval files into ``out``. Raises :class:`EvalFailed` when no
-    complete score came out (nothing is written then but ``lm-eval.log``), InfxError on bad input."""
+    complete score came out (nothing is written then but ``lm-eval.log``), InfxError on bad input.
+    An earlier eval's files in ``out`` stay as they are until the new ones exist (each is replaced
+    atomically), so a failed or interrupted eval never destroys the previous one."""
     if check:
         check_server(base_url)
     python = eval_python()
     out.mkdir(parents=True, exist_ok=True)
-    for stale in (EVAL_FILE, SAMPLES_FILE):
-        (out / stale).unlink(missing_ok=True)
-    shutil.rmtree(out / LMEVAL_DIR, ignore_errors=True)
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="infx-eval-", dir=out) as tmp:
         work = Path(tmp)
@@ -196,6 +198,7 @@ def run_eval(protocol: EvalProtocol, base_url: str, model: str, out: Path, *,
                             lm_eval_version=version, base_url=base_url, model=model, started_at=started,
                             ended_at=ended, wall_s=ended - started)
         keep = out / LMEVAL_DIR
+        shutil.rmtree(keep, ignore_errors=True)  # the previous run's raw files: the new ones follow
         for f in (results_file, samples_file):
             write_bytes(keep / f.name, f.read_bytes())
         write_json(keep / "meta_env.json", dict(meta or {}))

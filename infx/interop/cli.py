@@ -52,6 +52,9 @@ def register(app: typer.Typer) -> None:
 
         if fmt != "inferencex":
             raise InfxError(Diagnostic(f"--format: expected inferencex, got {fmt!r}"))
+        from infx.outpaths import check_output_dir
+
+        check_output_dir(output, "-o")
         root, runs = locate_results(results_root(results))
         rd = ResultsDir(root)
         measured = runs if runs is not None else rd.runs()

@@ -10,7 +10,6 @@ Imported runs export their stored agg files unchanged (the round trip is exact).
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import time
@@ -75,15 +74,17 @@ def _lens(records_path: Path) -> tuple[list[int], list[int]]:
     outs: list[int] = []
     if not records_path.is_file():
         return ins, outs
-    with gzip.open(records_path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            rec = json.loads(line)
-            if rec.get("warmup"):
-                continue
-            ok = rec.get("error_class") is None
-            ins.append(int(rec.get("prompt_tokens") or rec.get("expected_input_tokens") or 0) if ok else 0)
-            out = rec.get("completion_tokens")
-            outs.append(int(out if out is not None else rec.get("client_tokens") or 0) if ok else 0)
+    from infx import jsonio
+
+    for lineno, rec in jsonio.iter_jsonl(records_path, what="records file"):
+        if not isinstance(rec, dict):
+            raise InfxError(Diagnostic("a record must be a JSON object", str(records_path), lineno))
+        if rec.get("warmup"):
+            continue
+        ok = rec.get("error_class") is None
+        ins.append(int(rec.get("prompt_tokens") or rec.get("expected_input_tokens") or 0) if ok else 0)
+        out = rec.get("completion_tokens")
+        outs.append(int(out if out is not None else rec.get("client_tokens") or 0) if ok else 0)
     return ins, outs
 
 

@@ -50,7 +50,7 @@ def agg_latency_keys() -> list[str]:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", populate_by_name=True, strict=True)
 
 
 class _RawHead(_Strict):
@@ -87,9 +87,13 @@ class Router(_Strict):
     version: str
 
 
+#: Largest concurrency, parallelism or GPU count an agg file may state (well past any fleet, within 64 bits).
+_MAX_COUNT = 2**24
+
+
 class _AggHead(BaseModel):
     # published files may carry keys newer than this model: kept (extra="allow"), never invented
-    model_config = ConfigDict(extra="allow", populate_by_name=True, strict=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="allow", populate_by_name=True, strict=True)
 
     hw: str
     conc: int
@@ -153,7 +157,27 @@ class _AggHead(BaseModel):
             raise ValueError(f"{kind} result lacks {', '.join(missing)}")
         if self.disagg and not self.is_multinode:
             raise ValueError("disagg: true on a single-node result (InferenceX requires multi-node for disagg)")
+        self._figures()
         return self
+
+    def _figures(self) -> None:
+        """Impossible figures (issue 26): an empty hw, conc or tp of 0 or below or past any fleet, a negative rate."""
+        if not self.hw.strip():
+            raise ValueError("hw is empty")
+        counts = {"conc": self.conc, "isl": self.isl, "osl": self.osl}
+        counts.update({k: getattr(self, k) for k in ("tp", "pp", "dcp_size", "pcp_size", "ep")})
+        for k, v in counts.items():
+            if v is not None and not 1 <= v <= _MAX_COUNT:
+                raise ValueError(f"{k} {v} is not a count between 1 and {_MAX_COUNT:,}")
+        roles = [f"{r}{k}" for r in ("prefill_", "decode_") for k in ("tp", "pp", "dcp_size", "pcp_size", "ep",
+                                                                         "num_workers")]
+        for k in (*roles, "num_prefill_gpu", "num_decode_gpu"):  # a pool without workers says 0
+            v = getattr(self, k)
+            if v is not None and not 0 <= v <= _MAX_COUNT:
+                raise ValueError(f"{k} {v} is not a count between 0 and {_MAX_COUNT:,}")
+        for k in ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu"):
+            if getattr(self, k) < 0:
+                raise ValueError(f"{k} {getattr(self, k)} is negative")
 
     def gpus(self) -> tuple[int, int, int]:
         """(all GPUs, GPUs under the output rate, GPUs under the input rate), as process_result divides."""

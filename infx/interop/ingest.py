@@ -38,7 +38,7 @@ FILES_DIR = "inferencex"
 
 
 class ImportSource(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     path: str  # as given on the command line
     file: str  # the copy under RESULTS/<name>/inferencex/
@@ -49,7 +49,7 @@ class ImportSource(BaseModel):
 class ImportManifest(BaseModel):
     """``RESULTS/<name>/import.json``: where an imported run came from."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     format: str = "inferencex"
     run_id: str
@@ -126,15 +126,11 @@ def _kind_hint(obj: Any) -> str:
 
 def parse_file(path: Path) -> ParsedFile:
     """One published file -> its points; raises InfxError naming the file (and line:col) when bad."""
-    try:
-        raw = path.read_bytes()
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InfxError(Diagnostic(f"cannot read: {exc}", str(path))) from None
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InfxError(Diagnostic(f"invalid JSON: {exc.msg}", str(path), exc.lineno, exc.colno)) from None
+    from infx import jsonio
+
+    raw = jsonio.read_bytes(path, what="agg file")
+    text = jsonio.decode(raw, str(path))
+    obj = jsonio.loads(text, str(path))
     is_list = isinstance(obj, list)
     entries = obj if is_list else [obj]
     if not entries:
@@ -235,6 +231,23 @@ def write_store(store: Store, manifest: RunManifest, points: list[ImportedPoint]
                       [r[2] for r in rows])
 
 
+def _check_rows(run_id: str, points: list[ImportedPoint]) -> None:
+    """Every point's store rows can be built and held by SQLite (64-bit integers), or InfxError naming its file."""
+    for p in points:
+        try:
+            rows = _rows(run_id, p)
+        except (ValueError, TypeError, OverflowError, AttributeError) as exc:
+            raise InfxError(Diagnostic(f"cannot import: {exc}", p.source)) from None
+        for row in rows:
+            for v in row:
+                if type(v) is int and not -(2**63) <= v < 2**63:
+                    raise InfxError(Diagnostic(f"cannot import: {str(v)[:24]}... is beyond SQLite's 64-bit integers",
+                                               p.source))
+                if v is not None and type(v) not in (int, float, str, bytes, bool):
+                    raise InfxError(Diagnostic(f"cannot import: a {type(v).__name__} value where a number or text "
+                                               "belongs", p.source))
+
+
 def _write_files(run_dir: Path, manifest: ImportManifest, parsed: list[ParsedFile], copies: list[str]) -> None:
     """Write the run directory next to its final place, then swap it in (never half-written)."""
     run_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -302,6 +315,7 @@ def ingest_inferencex(paths: list[Path], results_root: Path, name: str, *, skip_
         manifest = RunManifest(run_id=name, infx_version=__version__, started_at=now, official=False,
                                description=f"imported from InferenceX ({len(points)} point(s) from "
                                            f"{len(parsed)} file(s)); not measured by infx")
+        _check_rows(name, list(points.values()))  # before anything is written: never a half-imported run
         _write_files(run_dir, imanifest, parsed, copies)
         write_store(store, manifest, list(points.values()))
     finally:

@@ -107,8 +107,6 @@ def register(app: typer.Typer) -> None:
         summary: bool = typer.Option(True, "--summary/--no-summary"),
     ) -> None:
         """Benchmark an OpenAI-compatible endpoint (closed or open loop) with exact token lengths."""
-        import json
-
         from pydantic import ValidationError
 
         from infx.diagnostics import Diagnostic, InfxError
@@ -135,10 +133,12 @@ def register(app: typer.Typer) -> None:
             warm_n, warm_s = 0, 0.0
         point_row = None
         if point is not None:
+            from infx import jsonio
+
             try:
-                point_row = json.loads(point.read_text())
-            except (OSError, json.JSONDecodeError) as exc:
-                diags.append(Diagnostic(f"cannot read point: {exc}", file=str(point)))
+                point_row = jsonio.load(point, what="point file")
+            except InfxError as exc:
+                diags.extend(exc.diagnostics)
         if gpus is None and point_row is not None:
             try:
                 from infx.matrix.point import Point
@@ -146,6 +146,13 @@ def register(app: typer.Typer) -> None:
                 gpus = Point.from_row(point_row).gpus_per_server
             except Exception as exc:  # noqa: BLE001 - a bad point is bad input
                 diags.append(Diagnostic(f"not a matrix point: {exc}", file=str(point)))
+        if out is not None:  # before measuring, so a measurement is never lost at the write
+            from infx.outpaths import check_output_dir
+
+            try:
+                check_output_dir(out, "--out")
+            except InfxError as exc:
+                diags.extend(exc.diagnostics)
         if diags:
             raise InfxError(diags)
         try:

@@ -6,7 +6,6 @@ directory or the file itself): no hub, no network.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,7 @@ from infx.diagnostics import Diagnostic, InfxError
 class Prompt(BaseModel):
     """One dataset entry: the text, its length under the tokenizer, the output to ask for."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     text: str
     input_tokens: int  # counted as the server will (special tokens the tokenizer adds included)
@@ -119,26 +118,19 @@ def sharegpt_prompts(
     human turn is the prompt; the output length is the first reply's token count unless
     ``output_len`` is given. Items with < 4 prompt or output tokens are skipped."""
     p = Path(path)
-    try:
-        raw = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InfxError(Diagnostic(f"cannot read dataset: {exc.strerror}", file=str(p))) from None
+    from infx import jsonio
+
+    raw = jsonio.read_text(p, what="dataset")
     items: list[tuple[int, dict]] = []
     stripped = raw.lstrip()
     if stripped.startswith("["):
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InfxError(Diagnostic(f"invalid JSON: {exc.msg}", file=str(p), line=exc.lineno, col=exc.colno)) from None
+        data = jsonio.loads(raw, str(p))
         items = [(1, d) for d in data]
     else:
         for lineno, line in enumerate(raw.splitlines(), 1):
             if not line.strip():
                 continue
-            try:
-                items.append((lineno, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise InfxError(Diagnostic(f"invalid JSON line: {exc.msg}", file=str(p), line=lineno, col=exc.colno)) from None
+            items.append((lineno, jsonio.loads(line, str(p), lineno)))
     pairs: list[tuple[str, str]] = []
     for lineno, item in items:
         conv = item.get("conversations") if isinstance(item, dict) else None

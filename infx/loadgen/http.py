@@ -263,20 +263,33 @@ def _completion_error(rec: RequestRecord, spec: RequestSpec) -> tuple[str, str] 
 def _events(reads: list[tuple[int, bytes]]):
     """Yield ``(arrival_ns, event_block)`` for every complete SSE event; a trailing partial
     event is yielded with ``None`` time so the caller can flag it."""
-    pending = b""
+    # The reads of an unfinished event are kept as a list and joined once its end arrives: joining
+    # (and re-splitting) them on every read is quadratic in the event's size (a 64 MB event).
+    pending: list[bytes] = []
+    tail_nl = False  # the pending bytes end with a newline (an event end may span two reads)
     for t, data in reads:
         if b"\r" in data:
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if not data:
+            continue
+        if not (b"\n\n" in data or (tail_nl and data[:1] == b"\n")):
+            pending.append(data)
+            tail_nl = data[-1:] == b"\n"
+            continue
         if pending:
-            data = pending + data
-            pending = b""
+            data = b"".join(pending) + data
+            pending = []
         parts = data.split(b"\n\n")
-        pending = parts.pop()
+        last = parts.pop()
+        if last:
+            pending.append(last)
+        tail_nl = last[-1:] == b"\n"
         for block in parts:
             if block:
                 yield t, block
-    if pending.strip():
-        yield None, pending
+    rest = b"".join(pending)
+    if rest.strip():
+        yield None, rest
 
 
 def _payload(block: bytes) -> bytes | None:

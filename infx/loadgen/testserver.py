@@ -164,7 +164,8 @@ class SyntheticServer:
                 choice = {"index": 0, "text": text, "finish_reason": finish}
             if ids_on:
                 choice["token_ids"] = list(range(done_tokens - k, done_tokens))
-            obj = {"id": "cmpl-synthetic", "object": "chunk", "model": body.get("model"), "choices": [choice]}
+            # vLLM's labels: AIPerf and other OpenAI clients check them
+            obj = {"id": "cmpl-synthetic", "object": "chat.completion.chunk" if chat else "text_completion", "model": body.get("model"), "choices": [choice]}
             if cont:
                 obj["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": done_tokens, "total_tokens": prompt_tokens + done_tokens}
             return obj
@@ -174,7 +175,7 @@ class SyntheticServer:
         await asyncio.sleep(self.ttft_s)
         if fault == "empty":
             await send(chunk("", 0, 0, "stop"))
-            await self._final(send, usage_on, prompt_tokens, 0)
+            await self._final(send, usage_on, prompt_tokens, 0, chat)
             return resp
         if fault == "error_event":
             await send(chunk("tok", 1, 1, None))
@@ -206,16 +207,16 @@ class SyntheticServer:
                 await send(chunk("", 0, done, "stop"))
             if not last:
                 await asyncio.sleep(self.token_interval_s)
-        await self._final(send, usage_on, prompt_tokens, done)
+        await self._final(send, usage_on, prompt_tokens, done, chat)
         return resp
 
     @staticmethod
-    async def _final(send, usage_on: bool, prompt_tokens: int, done: int) -> None:  # type: ignore[no-untyped-def]
+    async def _final(send, usage_on: bool, prompt_tokens: int, done: int, chat: bool = False) -> None:  # type: ignore[no-untyped-def]
         if usage_on:
             await send(
                 {
                     "id": "cmpl-synthetic",
-                    "object": "chunk",
+                    "object": "chat.completion.chunk" if chat else "text_completion",
                     "choices": [],
                     "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done},
                 }

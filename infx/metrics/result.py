@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SCHEMA_VERSION = 1
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
 
 class Stat(_Model):
@@ -28,7 +28,7 @@ class Stat(_Model):
     p90: float | None = None
     p99: float | None = None
     p999: float | None = None
-    count: int = 0
+    count: int = Field(0, ge=0)
 
 
 class Throughput(_Model):
@@ -66,12 +66,12 @@ class ErrorAware(_Model):
 
 
 class Metrics(_Model):
-    issued: int
-    completed: int
-    failed: int
-    success_rate: float
-    total_input_tokens: int
-    total_output_tokens: int
+    issued: int = Field(ge=0)
+    completed: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    success_rate: float = Field(ge=0, le=1)
+    total_input_tokens: int = Field(ge=0)
+    total_output_tokens: int = Field(ge=0)
     ttft_ms: Stat
     tpot_ms: Stat
     itl_ms: Stat
@@ -99,6 +99,14 @@ class Check(_Model):
 
 class BenchResult(_Model):
     schema_version: int = SCHEMA_VERSION
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_schema(cls, v: int) -> int:
+        if not 1 <= v <= SCHEMA_VERSION:
+            raise ValueError(f"schema_version {v} is not one this infx reads (1..{SCHEMA_VERSION}): "
+                             "written by a newer infx, or not a result.json")
+        return v
     complete: bool = True
     started_at: float  # unix seconds
     ended_at: float

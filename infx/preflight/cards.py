@@ -45,7 +45,7 @@ def _kebab(name: str) -> str:
 
 
 class _Card(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=_kebab, populate_by_name=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True, alias_generator=_kebab, populate_by_name=True)
 
 
 class Provenance(_Card):
@@ -248,12 +248,21 @@ class Buffer(Provenance):
             from infx.engines.expr import Expr, ExprError
 
             try:
-                names = Expr(self.expr).names
+                e = Expr(self.expr)
             except ExprError as exc:
                 raise ValueError(str(exc)) from None
+            names = e.names
             unknown = sorted(set(names) - set(LAUNCH_QUANTITIES))
             if unknown:
                 raise ValueError(f"unknown name(s) {', '.join(unknown)} in buffer formula (known: {', '.join(LAUNCH_QUANTITIES)})")
+            # Evaluated here, on sample launch values, so a formula that can never work (1/0, a
+            # string, an overflow) names its line in the card, not the gate that uses it.
+            try:
+                sample = e.evaluate({n: 7 for n in names})
+            except ExprError as exc:
+                raise ValueError(str(exc)) from None
+            if isinstance(sample, (bool, str)):
+                raise ValueError(f"buffer formula {self.expr!r} gives {sample!r}, not a number of bytes")
         elif self.dims is None or self.bytes_per_element is None:
             raise ValueError("a buffer needs 'expr', or 'bytes-per-element' with 'dims'")
         return self

@@ -4,6 +4,7 @@ runner facts. Each returns a :class:`~infx.preflight.verdict.Check` (or one per 
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -34,6 +35,8 @@ def worst_in_flight(point: Point, conc: int, fanout: float) -> int:
     """Worst-case requests in flight: conc for single-turn points, conc x fan-out for agentic
     ones (one agentic user can have several subagent requests in flight)."""
     if point.is_agentic:
+        if not math.isfinite(fanout) or fanout < 0:
+            raise ValueError(f"fan-out {fanout} is not a finite, non-negative number")
         return int(-(-conc * fanout // 1))  # ceil
     return conc
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -116,6 +117,8 @@ def _fanout(args: argparse.Namespace) -> float:
         from infx.preflight.checks import fanout_from_traces
 
         return fanout_from_traces(args.fanout_from_traces)
+    if args.fanout is not None and not (math.isfinite(args.fanout) and 1 <= args.fanout <= 1_000_000):
+        raise InfxError(Diagnostic(f"--fanout must be a number of requests in flight per user (>= 1), not {args.fanout}"))
     return 2.0 if args.fanout is None else args.fanout
 
 

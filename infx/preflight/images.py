@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import re
 import urllib.error
@@ -180,6 +181,8 @@ def resolve_digest(image: str, *, mirrors: dict[str, str] | None = None, timeout
             except (urllib.error.URLError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 raise RegistryError(f"cannot reach {ref.registry} ({url}): {reason}") from None
+            except (ValueError, http.client.HTTPException) as exc:  # InvalidURL: a non-numeric port, a control character
+                raise RegistryError(f"bad registry URL {url!r}: {exc}") from None
         else:
             break
     raise RegistryError(f"{ref.registry} returned no digest for {ref.repository}:{ref.reference}")

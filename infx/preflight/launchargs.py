@@ -9,10 +9,12 @@ flag is absent, saying so (``source`` is ``argv``, ``env``, ``default`` or ``poi
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from infx.diagnostics import InfxError
 from infx.preflight.units import GIB
 
 Source = Literal["argv", "env", "default", "point", "card", "unknown"]
@@ -192,9 +194,12 @@ def _int(args: Mapping[str, str | bool], *names: str) -> tuple[int, str] | None:
         v = args.get(n)
         if v is not None and not isinstance(v, bool):
             try:
-                return int(float(v)), n
+                f = float(v)
             except ValueError:
                 raise ValueError(f"--{n} expects a number, got {v!r}") from None
+            if not math.isfinite(f) or abs(f) >= 2**63:  # inf, NaN, 1e999, a 400-digit count
+                raise ValueError(f"--{n} expects a finite number, got {str(v)[:40]!r}")
+            return int(f), n
     return None
 
 
@@ -203,9 +208,12 @@ def _float(args: Mapping[str, str | bool], *names: str) -> tuple[float, str] | N
         v = args.get(n)
         if v is not None and not isinstance(v, bool):
             try:
-                return float(v), n
+                f = float(v)
             except ValueError:
                 raise ValueError(f"--{n} expects a number, got {v!r}") from None
+            if not math.isfinite(f):
+                raise ValueError(f"--{n} expects a finite number, got {str(v)[:40]!r}")
+            return f, n
     return None
 
 
@@ -245,7 +253,16 @@ TRT_DEFAULT_MAX_BATCH_SIZE = 2048  # trtllm-serve --max_batch_size default
 TRT_DEFAULT_MAX_NUM_TOKENS = 8192  # trtllm-serve --max_num_tokens default
 
 
-def engine_settings(
+def engine_settings(engine: str, argv: Sequence[str], env: Mapping[str, str], **kw: Any) -> EngineSettings:
+    """Resolve the settings of one rendered launch. Raises ValueError on a malformed value (never
+    TypeError or OverflowError: a JSON option of the wrong shape, an infinite count, are bad values)."""
+    try:
+        return _engine_settings(engine, argv, env, **kw)
+    except (TypeError, OverflowError, KeyError, AttributeError) as exc:
+        raise ValueError(f"malformed launch setting: {type(exc).__name__}: {exc}") from None
+
+
+def _engine_settings(
     engine: str,
     argv: Sequence[str],
     env: Mapping[str, str],
@@ -369,11 +386,11 @@ def _trt_options(args: Mapping[str, str | bool], files: Mapping[str, str]) -> di
         text = next(iter(files.values()))
     if not text:
         return {}
-    import yaml
+    from infx.yamlsource import parse_yaml
 
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        data = parse_yaml(text, str(name or "extra-llm-api-options")).data
+    except InfxError as exc:
         raise ValueError(f"TRT-LLM extra options YAML does not parse: {exc}") from None
     return data if isinstance(data, dict) else {}
 

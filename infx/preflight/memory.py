@@ -11,6 +11,7 @@ the scenario's length fit.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from infx.matrix.point import Point
@@ -227,6 +228,12 @@ def check_memory(
             size, how = buffer_bytes(b, settings, conc)
         except LookupError as exc:
             findings.append(f"buffer '{b.name}' needs '{exc.args[0]}', which the launch does not set: not counted")
+            continue
+        except ValueError as exc:  # ExprError: the formula fails on this launch's values (1/(tp-1) at TP 1)
+            findings.append(f"buffer '{b.name}' formula cannot be evaluated: {exc}: not counted")
+            continue
+        if not math.isfinite(size) or size < 0:
+            findings.append(f"buffer '{b.name}' comes to {size} bytes: not counted")
             continue
         if b.per == "tp-shard":
             size /= tp

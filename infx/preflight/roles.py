@@ -165,4 +165,32 @@ def role_checks(point: Point, deployment: Any, cards: Any, hw: Any, runners: Any
     gpn = getattr(node, "gpus_per_node", None) if node is not None else None
     checks.append(capacity_check(point, deployment, runners, gpn, getattr(node, "nodes", None),
                                  getattr(node, "nodes_source", None)))
+    checks.extend(helper_checks(deployment))
     return checks
+
+
+#: How to install a helper binary a local deployment role runs.
+HELPER_INSTALL = {"vllm-router": "make router-venv (or set INFX_ROUTER_VENV)"}
+
+
+def helper_checks(deployment: Any) -> list[Check]:
+    """A local role's program (the router, a helper) must exist before the sweep launches it: a missing
+    one would start the workers, then fail with a FileNotFoundError recorded as a launch error."""
+    import shutil
+    from pathlib import Path
+
+    out: list[Check] = []
+    for role in deployment.roles:
+        launch = role.launch
+        if role.kind == "prefill" or role.kind == "decode":  # engine workers: the engine gate judges them
+            continue
+        if getattr(launch, "runtime", "local") != "local" or not launch.argv:
+            continue
+        prog = str(launch.argv[0])
+        found = Path(prog).is_file() if "/" in prog else shutil.which(prog) is not None
+        if not found:
+            name = Path(prog).name
+            how = HELPER_INSTALL.get(name, f"install {name}")
+            out.append(Check(name=f"helper:{role.name}", status="fail",
+                             message=f"{role.name} program {prog} is missing: {how}"))
+    return out

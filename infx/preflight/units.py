@@ -29,19 +29,31 @@ def parse_bytes(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError("a byte size must be a number or '<number> <unit>', not a boolean")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise ValueError("a byte size cannot be negative")
-        return int(round(value))
-    if isinstance(value, str):
+        return _checked_bytes(value, value)
+    if isinstance(value, str) and len(value) <= 64:
         m = _SIZE.match(value)
         if m:
             unit = (m.group(2) or "B").lower()
             if unit in _UNITS:
-                return int(round(float(m.group(1).replace("_", "")) * _UNITS[unit]))
+                return _checked_bytes(float(m.group(1).replace("_", "")) * _UNITS[unit], value)
     raise ValueError(
         f"invalid byte size {value!r}: write a number of bytes or '<number> <unit>' "
         f"with unit one of B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"
     )
+
+
+#: Largest byte size accepted (an exabyte): beyond any device, and within SQLite's 64-bit integers.
+MAX_BYTES = 10**18
+
+
+def _checked_bytes(n: float, value: Any) -> int:
+    if n != n or n in (float("inf"), float("-inf")):
+        raise ValueError(f"invalid byte size {value!r}: not a finite number")
+    if n < 0:
+        raise ValueError("a byte size cannot be negative")
+    if n > MAX_BYTES:
+        raise ValueError(f"byte size {str(value)[:40]} is larger than {MAX_BYTES:.0e} bytes")
+    return int(round(n))
 
 
 ByteSize = Annotated[int, BeforeValidator(parse_bytes)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -38,9 +39,12 @@ def _parse_targets(text: str | None) -> list[float] | None:
         if not tok:
             continue
         try:
-            out.append(float(tok))
+            value = float(tok)
         except ValueError:
             raise InfxError(Diagnostic(f"--at: not a number: {tok!r} (expected e.g. 10,20,40)")) from None
+        if not math.isfinite(value) or value <= 0:
+            raise InfxError(Diagnostic(f"--at: {tok!r} is not a positive interactivity target (tok/s/user)"))
+        out.append(value)
     return out
 
 
@@ -147,6 +151,9 @@ def register(app: typer.Typer) -> None:
         else:
             cs = compare_arms(measured, run_id, arm_a, arm_b, x_metric=x, y_metric=metric, norm=per,
                               at=targets, ladder_points=ladder)
+            if (arm_a or arm_b) and not cs.comparisons:  # a selector that matches no arm is bad input
+                raise InfxError(Diagnostic(cs.notes[0] if cs.notes else f"no arm matches in run {run_id}",
+                                           path=("--arm-a" if arm_a else "--arm-b",)))
         cs.accuracy = accuracy
         if as_json:
             if published is not None:
@@ -176,8 +183,10 @@ def register(app: typer.Typer) -> None:
         tier: TierOpt = None,
     ) -> None:
         """Write one self-contained HTML report (plotly inlined; opens offline)."""
+        from infx.outpaths import check_output_file
         from infx.report.build import write_report
 
+        check_output_file(output, "-o")
         for path in write_report(results_root(results), output, run_id=run, baseline=baseline, png=png,
                                  gpus_per_node=gpus_per_node, runners=runners, cost_model=_cost_model(tier),
                                  cost_tier=tier):

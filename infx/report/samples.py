@@ -8,12 +8,12 @@ unreadable simply has no samples; the report then falls back to the summary perc
 
 from __future__ import annotations
 
-import gzip
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from infx.diagnostics import InfxError
 
 GRID = np.linspace(0.0, 1.0, 201)
 
@@ -44,22 +44,21 @@ def read_samples(path: str | Path, *, max_lines: int = 200_000) -> LatencySample
     itl: list[float] = []
     n = 0
     try:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            for i, line in enumerate(fh):
-                if i >= max_lines:
-                    break
-                if not line.strip():
-                    continue
-                r = RequestRecord.model_validate(json.loads(line))
-                if r.warmup or not r.ok:
-                    continue
-                n += 1
-                if r.first_token_ns is not None:
-                    ttft.append((r.first_token_ns - r.send_ns) / 1e6)
-                e2el.append((r.end_ns - r.send_ns) / 1e6)
-                if len(r.chunk_ns) > 1:
-                    itl.extend((np.diff(np.asarray(r.chunk_ns, dtype=np.int64)) / 1e6).tolist())
-    except (OSError, EOFError, ValueError):  # missing, truncated gzip, bad JSON or bad record
+        from infx import jsonio
+
+        for i, data in jsonio.iter_jsonl(path, what="records file"):
+            if i > max_lines:
+                break
+            r = RequestRecord.model_validate(data)
+            if r.warmup or not r.ok:
+                continue
+            n += 1
+            if r.first_token_ns is not None:
+                ttft.append((r.first_token_ns - r.send_ns) / 1e6)
+            e2el.append((r.end_ns - r.send_ns) / 1e6)
+            if len(r.chunk_ns) > 1:
+                itl.extend((np.diff(np.asarray(r.chunk_ns, dtype=np.int64)) / 1e6).tolist())
+    except (OSError, EOFError, ValueError, InfxError):  # missing, truncated gzip, bad JSON or bad record
         return None
     if n == 0:
         return None

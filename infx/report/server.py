@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import html
+import logging
 import threading
 from functools import lru_cache
 from pathlib import Path
 
 from aiohttp import web
 
-from infx.diagnostics import InfxError
+from infx.diagnostics import Diagnostic, InfxError
 from infx.results.layout import (
     ENGINE_LOG,
     MANIFEST,
@@ -233,7 +234,12 @@ def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 8787, gpus_p
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, host, port)
-        await site.start()
+        try:
+            await site.start()
+        except (OSError, OverflowError, ValueError) as exc:  # port in use, unknown host, port past 65535
+            await runner.cleanup()
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise InfxError(Diagnostic(f"cannot listen on {host}:{port}: {reason}", path=("--host/--port",))) from None
         sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
         actual = sockets[0].getsockname()[1] if sockets else port
         print(f"infx dashboard: http://{host}:{actual}/ (results {Path(root).resolve()}; Ctrl-C to stop)",
@@ -243,7 +249,29 @@ def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 8787, gpus_p
         finally:
             await runner.cleanup()
 
+    _quiet_bad_requests()
     try:
         asyncio.run(main())
     except KeyboardInterrupt:
         pass
+
+
+class _BadRequestLine(logging.Filter):
+    """aiohttp logs a malformed request (a 64 KB request line, garbage bytes) with its traceback: the
+    client's fault, not the server's. Keep one line, without the traceback, in the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            record.msg, record.args = "bad request from a client: %s", (" ".join(str(exc).split())[:200],)
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def _quiet_bad_requests() -> None:
+    log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, _BadRequestLine) for f in log.filters):
+        log.addFilter(_BadRequestLine())

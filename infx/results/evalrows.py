@@ -57,7 +57,10 @@ def read_eval_bundle(point_dir: Path) -> EvalBundle | None:
     sf = point_dir / EVAL_STATUS_FILE
     if not sf.is_file():
         return None
-    text = sf.read_text(encoding="utf-8")
+    from infx import jsonio
+
+    text = jsonio.read_text(sf, what="eval status")
+    jsonio.loads(text, str(sf))  # bounds and JSON errors at their line
     try:
         status = EvalStatus.model_validate_json(text)
     except ValueError as exc:
@@ -75,8 +78,8 @@ def read_eval_bundle(point_dir: Path) -> EvalBundle | None:
         for smp in iter_samples(samples):
             answers.append((smp.doc_id, smp.correct.get(s) if s else None, smp.correct.get(fl) if fl else None))
     return EvalBundle(status, result, answers,
-                      (text, (point_dir / EVAL_FILE).read_text(encoding="utf-8"),
-                       samples.read_text(encoding="utf-8") if samples.is_file() else ""))
+                      (text, jsonio.read_text(point_dir / EVAL_FILE),
+                       jsonio.read_text(samples) if samples.is_file() else ""))
 
 
 def protocol_key(status: EvalStatus) -> str:

@@ -21,13 +21,12 @@ anything else is refused before it reaches the file system.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from infx import atomic
 from infx.diagnostics import Diagnostic, InfxError
@@ -90,6 +89,15 @@ class RunManifest(_Model):
     """``<run-id>/manifest.json``: what was run, with what, where and when."""
 
     layout_version: int = LAYOUT_VERSION
+
+    @field_validator("layout_version")
+    @classmethod
+    def _known_layout(cls, v: int) -> int:
+        if not 1 <= v <= LAYOUT_VERSION:
+            raise ValueError(f"layout_version {v} is not one this infx reads (1..{LAYOUT_VERSION}): "
+                             "written by a newer infx, or not a manifest.json")
+        return v
+
     run_id: str
     infx_version: str
     git_commit: str | None = None
@@ -193,13 +201,13 @@ M = TypeVar("M", bound=BaseModel)
 
 def read_model(path: str | Path, model: type[M]) -> M:
     """Read a JSON file into ``model``; bad JSON or bad fields -> InfxError with FILE:LINE:COL."""
+    from infx import jsonio
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InfxError(Diagnostic(f"missing {p.name}", str(p))) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InfxError(Diagnostic(f"cannot read {p.name}: {exc}", str(p))) from None
+    if not p.exists():
+        raise InfxError(Diagnostic(f"missing {p.name}", str(p)))
+    text = jsonio.read_text(p, what=p.name)
+    jsonio.loads(text, str(p))  # the bounds (depth, digits, NaN) and JSON errors at their line
     try:
         return model.model_validate_json(text)
     except ValidationError as exc:
@@ -207,16 +215,18 @@ def read_model(path: str | Path, model: type[M]) -> M:
 
 
 def _json_diags(text: str, file: str, exc: ValidationError) -> list[Diagnostic]:
+    from infx import jsonio
+
     try:
-        json.loads(text)
-    except json.JSONDecodeError as jexc:
-        return [Diagnostic(f"invalid JSON: {jexc.msg}", file, jexc.lineno, jexc.colno)]
+        jsonio.loads(text, file)
+    except InfxError as jexc:
+        return jexc.diagnostics
     try:  # JSON is YAML: reuse the YAML source map for line:col of each bad field
         from infx.yamlsource import parse_yaml
 
         return parse_yaml(text, file).diags_from_validation(exc)
     except Exception:  # noqa: BLE001 - positions are a nicety; the messages are what matter
-        return [Diagnostic(f"{err['msg']}", file, path=tuple(err["loc"]))
+        return [Diagnostic(str(err["msg"]).removeprefix("Value error, "), file, path=tuple(err["loc"]))
                 for err in exc.errors(include_url=False)]
 
 
@@ -261,8 +271,10 @@ class ResultsDir:
         for d in self.root.iterdir():
             if d.is_dir() and _NAME_RE.match(d.name) and (d / MANIFEST).is_file():
                 try:
-                    started = float(json.loads((d / MANIFEST).read_text()).get("started_at", 0.0))
-                except (OSError, ValueError, AttributeError, TypeError):
+                    from infx import jsonio
+
+                    started = float(jsonio.load(d / MANIFEST).get("started_at", 0.0))
+                except (InfxError, ValueError, AttributeError, TypeError):
                     started = 0.0
                 found.append((started, d.name))
         return [name for _, name in sorted(found)]

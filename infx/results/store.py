@@ -154,6 +154,9 @@ _POINT_TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 
 
+_STORABLE = frozenset({type(None), int, float, str, bytes, bool})
+
+
 class _Rows:
     """The table rows of a batch of points, built before the transaction starts."""
 
@@ -167,6 +170,9 @@ class _Rows:
         self.answers: list[tuple[Any, ...]] = []
         self._topology: dict[tuple[Any, ...], str] = {}
         self._json: dict[tuple[Any, ...], str] = {}  # small JSON columns repeat: encode each once
+        #: Bundles whose rows SQLite cannot hold (an integer past 64 bits, a mapping where a value
+        #: belongs, a telemetry block of the wrong shape), each with the reason; their rows are dropped.
+        self.rejected: list[tuple[PointBundle, str]] = []
 
     def _json_map(self, d: dict[str, Any]) -> str:
         if not d:
@@ -187,6 +193,30 @@ class _Rows:
         return text
 
     def add(self, b: PointBundle) -> None:
+        """Add the rows of one bundle, or reject it whole (see :attr:`rejected`)."""
+        marks = [len(getattr(self, attr)) for _, _, attr in _POINT_TABLES]
+        try:
+            self._add(b)
+            problem = self._unstorable(marks)
+        except (AttributeError, TypeError, ValueError, KeyError, OverflowError) as exc:
+            problem = f"cannot be stored: {type(exc).__name__}: {exc}"
+        if problem:
+            for (_, _, attr), mark in zip(_POINT_TABLES, marks):
+                del getattr(self, attr)[mark:]
+            self.rejected.append((b, problem))
+
+    def _unstorable(self, marks: list[int]) -> str | None:
+        for (table, cols, attr), mark in zip(_POINT_TABLES, marks):
+            for row in getattr(self, attr)[mark:]:
+                for col, v in zip(cols, row):
+                    t = type(v)
+                    if t is int and not -(2**63) <= v < 2**63:
+                        return f"{table}.{col} = {str(v)[:24]}... is beyond SQLite's 64-bit integers"
+                    if t not in _STORABLE:
+                        return f"{table}.{col} holds a {t.__name__}, which SQLite cannot store"
+        return None
+
+    def _add(self, b: PointBundle) -> None:
         p, s, r = b.point, b.status, b.result
         key = (b.run_id, p.point_id)
         if p.multinode:
@@ -374,21 +404,85 @@ def read_bundle(results: ResultsDir, run_id: str, point_id: str) -> PointBundle:
 # --------------------------------------------------------------------------- store
 
 
+def store_error(path: Path, exc: BaseException) -> InfxError:
+    """A SQLite or OS error on the store as one line naming it."""
+    msg = str(exc) or type(exc).__name__
+    hint = ""
+    if "not a database" in msg or "malformed" in msg:
+        hint = " (not an infx results database, or damaged: move it away and run `infx ingest` again)"
+    elif "locked" in msg or "busy" in msg:
+        hint = " (another infx process holds it: wait for it, or stop it)"
+    return InfxError(Diagnostic(f"results store {path}: {msg}{hint}", str(path)))
+
+
+@functools.lru_cache(maxsize=1)
+def _expected_columns() -> dict[str, frozenset[str]]:
+    """Tables and columns of a store at :data:`SCHEMA_VERSION` (the migrations applied in memory)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for _, statements in MIGRATIONS:
+            for sql in statements:
+                conn.execute(sql)
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {t: frozenset(r[1] for r in conn.execute(f"PRAGMA table_info({t})")) for t in tables}
+    finally:
+        conn.close()
+
+
 class Store:
     """The SQLite store. Use as a context manager or call :meth:`close`."""
 
     def __init__(self, path: str | Path, *, readonly: bool = False, schema_target: int | None = None):
         self.path = Path(path)
         self.readonly = readonly
-        if readonly:
-            if not self.path.is_file():
-                raise InfxError(Diagnostic(f"no results database at {self.path} (run `infx ingest` first)"))
-            self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = open_for_writing(self.path)
-            self.migrate(schema_target)
-        self.conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT_S * 1000)}")
+        self.rejected: list[tuple[PointBundle, str]] = []
+        if self.path.exists() and not self.path.is_file():
+            raise InfxError(Diagnostic(f"results store {self.path} is not a file (a directory is in its place)",
+                                       str(self.path)))
+        try:
+            if readonly:
+                if not self.path.is_file():
+                    raise InfxError(Diagnostic(f"no results database at {self.path} (run `infx ingest` first)"))
+                self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.conn = open_for_writing(self.path)
+                self.migrate(schema_target)
+            self.conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT_S * 1000)}")
+            self._check_tables(schema_target)
+        except (sqlite3.Error, OSError) as exc:
+            conn = getattr(self, "conn", None)
+            if conn is not None:
+                conn.close()
+            raise store_error(self.path, exc) from None
+        except InfxError:
+            conn = getattr(self, "conn", None)
+            if conn is not None:
+                conn.close()
+            raise
+
+    def _check_tables(self, schema_target: int | None) -> None:
+        """A store at this infx's schema must have every table and column it defines: one that lost
+        a table or column (edited by hand, or half-restored) is refused, never half-used."""
+        current = self.schema_version()
+        if current > SCHEMA_VERSION:
+            raise InfxError(Diagnostic(f"results store {self.path}: database schema {current} is newer than this "
+                                       f"infx ({SCHEMA_VERSION}); upgrade infx", str(self.path)))
+        if current == 0 and self.readonly:
+            raise InfxError(Diagnostic(f"results store {self.path} is not an infx results database "
+                                       "(no schema version)", str(self.path)))
+        if current < SCHEMA_VERSION or schema_target is not None:
+            return
+        have = self._columns()
+        for table, cols in _expected_columns().items():
+            if table not in have:
+                raise InfxError(Diagnostic(f"results store {self.path} is damaged: table '{table}' is missing "
+                                           "(delete the file and run `infx ingest` again)", str(self.path)))
+            missing = sorted(cols - have[table])
+            if missing:
+                raise InfxError(Diagnostic(f"results store {self.path} is damaged: table '{table}' has no column "
+                                           f"'{missing[0]}' (delete the file and run `infx ingest` again)",
+                                           str(self.path)))
 
     def __enter__(self) -> Store:
         return self
@@ -513,10 +607,17 @@ class Store:
             rows = _Rows()
             for b in todo.values():
                 rows.add(b)
+            for b, _ in rows.rejected:  # nothing of a rejected point is written (nor its old rows dropped)
+                todo.pop((b.run_id, b.point.point_id), None)
+            self.rejected.extend(rows.rejected)
             replaced = [k for k in todo if k in existing]
             have = self._columns()
             for table, cols, attr in _POINT_TABLES:
                 if table not in have:  # a store held at an older schema (schema_target) lacks later tables
+                    if self.schema_version() >= SCHEMA_VERSION:
+                        raise InfxError(Diagnostic(f"results store {self.path} is damaged: table '{table}' is "
+                                                   "missing (delete the file and run `infx ingest` again)",
+                                                   str(self.path)))
                     continue
                 if table != "points":
                     c.executemany(f"DELETE FROM {table} WHERE run_id=? AND point_id=?", replaced)
@@ -555,9 +656,17 @@ class Store:
                     report.skipped += 1
                     report.problems.extend(exc.diagnostics)
 
-        written, unchanged = self.add_points(bundles(), batch=500)
+        try:
+            written, unchanged = self.add_points(bundles(), batch=500)
+        except sqlite3.Error as exc:
+            raise store_error(self.path, exc) from None
         report.ingested += written
         report.unchanged += unchanged
+        for b, problem in self.rejected:
+            report.skipped += 1
+            report.problems.append(Diagnostic(f"not ingested: {problem}",
+                                              str(results.point_dir(b.run_id, b.point.point_id))))
+        self.rejected.clear()
         return report
 
     def ingest_dir(self, root: str | Path, run_ids: list[str] | None = None) -> IngestReport:
@@ -565,6 +674,13 @@ class Store:
         report = IngestReport()
         for run_id in run_ids if run_ids is not None else results.runs():
             report.merge(self.ingest_run(results, run_id))
+        if run_ids is None and results.root.is_dir():  # a run directory that lost its manifest: say so
+            for d in sorted(results.root.iterdir()):
+                if d.is_dir() and (d / POINTS).is_dir() and not (d / MANIFEST).is_file():
+                    n = sum(1 for p in (d / POINTS).iterdir() if p.is_dir())
+                    report.skipped += n
+                    report.problems.append(Diagnostic(f"run directory without {MANIFEST}: its {n} point(s) "
+                                                      "not ingested", str(d / MANIFEST)))
         return report
 
     # reads -------------------------------------------------------------------

@@ -140,6 +140,9 @@ def register(app: typer.Typer) -> None:
                 raise InfxError(Diagnostic("--base-ref/--head-ref/--trim-conc need --changelog"))
             config_files = config_files or ws.require_config_files()
             runner_config = runner_config or ws.runner_config
+        from infx.outpaths import check_output_dir
+
+        check_output_dir(results or ws.results_dir, "--results")  # before any launch or measurement
         req = RunRequest(
             config_files=[str(p) for p in config_files or []], runner_config=str(runner_config),
             changelog=selection, config_keys=list(config_keys or []), evals=evals, conc=list(conc) if conc else None,  # type: ignore[arg-type]
@@ -200,12 +203,18 @@ def register(app: typer.Typer) -> None:
 
         if (row is None) == (row_file is None):
             raise InfxError(Diagnostic("give exactly one of --row JSON and --row-file FILE"))
-        text = sys.stdin.read() if row == "-" else (row if row is not None else row_file.read_text())  # type: ignore[union-attr]
+        from infx import jsonio
+
+        text = (sys.stdin.read() if row == "-" else row if row is not None
+                else jsonio.read_text(row_file, what="row file"))  # type: ignore[arg-type]
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InfxError(Diagnostic(f"--row is not JSON: {exc.msg}", str(row_file or "--row"), exc.lineno,
-                                       exc.colno)) from None
+            data = jsonio.loads(text, str(row_file or "--row"))
+        except InfxError as exc:
+            d = exc.diagnostics[0]
+            raise InfxError(Diagnostic(f"--row is not JSON: {d.message.removeprefix('invalid JSON: ')}", d.file,
+                                       d.line, d.col)) from None
+        if not isinstance(data, dict):
+            raise InfxError(Diagnostic("--row must be a JSON object", str(row_file or "--row")))
         if "point-id" not in data:
             from infx.matrix.pointid import point_id as make_point_id
 
@@ -224,6 +233,9 @@ def register(app: typer.Typer) -> None:
         ws = current()
         if runner_config is None and ws.runner_config.is_file():
             runner_config = ws.runner_config
+        from infx.outpaths import check_output_dir
+
+        check_output_dir(results or ws.results_dir, "--results")  # before the launch and the measurement
         req = RunRequest(config_files=[], runner_config=str(runner_config or ""), config_keys=[point.point_id],
                          results=str(results or ws.results_dir), workspace=str(ws.root),
                          run_id=run_id, recipes=str(recipes) if recipes else None, ready_timeout=ready_timeout,

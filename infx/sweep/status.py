@@ -111,6 +111,10 @@ def eval_text(point_dir: Path, wants_eval: bool) -> str:
 
     st = read_eval_status(point_dir)
     if st is None:
+        from infx.evals.protocol import EVAL_STATUS_FILE
+
+        if (point_dir / EVAL_STATUS_FILE).is_file():  # there, but garbage: say so, never show nothing
+            return f"unreadable {EVAL_STATUS_FILE}"
         return "pending" if wants_eval else ""
     if st.state == "failed":
         return f"failed: {st.failure_class or ''} {st.reason}".strip()[:80]

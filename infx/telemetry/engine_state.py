@@ -4,7 +4,6 @@ their summary over the benchmark window."""
 
 from __future__ import annotations
 
-import json
 import select
 import signal
 import subprocess
@@ -93,7 +92,17 @@ def agent(url: str, out: Path, interval_s: float, timeout_s: float) -> None:
 
 
 def read_samples(path: Path) -> list[EngineStateSample]:
-    return [EngineStateSample.model_validate(json.loads(line)) for line in path.read_text().splitlines() if line]
+    from pydantic import ValidationError
+
+    from infx import jsonio
+
+    out = []
+    for lineno, data in jsonio.iter_jsonl(path, what="engine-state file"):
+        try:
+            out.append(EngineStateSample.model_validate(data))
+        except ValidationError as exc:
+            raise jsonio.invalid(exc, str(path), lineno) from None
+    return out
 
 
 def summarise(samples: list[EngineStateSample], window: BenchWindow | None) -> EngineStateSummary:

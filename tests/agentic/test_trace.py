@@ -74,7 +74,7 @@ def test_subagent_without_requests_fails():
 
 def test_bad_json_line_reports_line_and_column():
     errs = _errors([_trace("a"), '{"id": "b", oops}', _trace("c")])
-    assert len(errs) == 1 and errs[0].startswith("traces.jsonl:2:13: error: bad JSON")
+    assert len(errs) == 1 and errs[0].startswith("traces.jsonl:2:13: error: invalid JSON")
 
 
 def test_every_bad_line_is_reported_and_types_checked():

@@ -48,9 +48,24 @@ YAML11_SCALARS = [
 ]
 
 
+NON_FINITE = (".inf", "-.Inf", ".NaN")  # refused in every input (issue 26): tested below
+
+
+def _out_of_range(value: object) -> bool:
+    """A number every infx reader refuses: not finite, or an integer past 64 bits."""
+    if isinstance(value, dict):
+        return any(_out_of_range(k) or _out_of_range(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_out_of_range(v) for v in value)
+    if type(value) is float:
+        return not math.isfinite(value)
+    return type(value) is int and not -(2**63 - 1) <= value <= 2**63 - 1
+
+
 def test_yaml11_plain_scalars_match_safe_load() -> None:
-    lines = [f"k{i}: {s}" for i, s in enumerate(YAML11_SCALARS)]
-    text = "\n".join(lines) + "\nlist: [" + ", ".join(s for s in YAML11_SCALARS if s and s[0] not in "!") + "]\n"
+    lines = [f"k{i}: {s}" for i, s in enumerate(YAML11_SCALARS) if s not in NON_FINITE]
+    text = "\n".join(lines) + "\nlist: [" + ", ".join(s for s in YAML11_SCALARS
+                                                     if s and s[0] not in "!" and s not in NON_FINITE) + "]\n"
     fast, full = _both(text)
     ref = yaml.safe_load(text)
     assert _same(fast.data, ref) and _same(full.data, ref)
@@ -181,6 +196,10 @@ def test_random_documents_fast_equals_full_and_safe_load(tree: object, flow: boo
         with pytest.raises(InfxError):
             parse_yaml(text, "f.yaml")
         return
+    if _out_of_range(ref):  # inf, NaN, a 20-digit integer: refused at their line (issue 26)
+        with pytest.raises(InfxError, match="not finite|out of range"):
+            parse_yaml(text, "f.yaml")
+        return
     try:
         full = _parse_full(text, "f.yaml")
     except InfxError as exc:  # a duplicate key after unquoting: both paths must reject it
@@ -198,3 +217,38 @@ def test_load_yaml_reports_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InfxError) as exc:
         yamlsource.load_yaml(tmp_path / "nope.yaml")
     assert "does not exist" in str(exc.value)
+
+
+@pytest.mark.parametrize("scalar", [*NON_FINITE, "9" * 400, "-" + "9" * 20])
+def test_numbers_no_input_can_mean_are_refused_at_their_line(scalar: str) -> None:
+    with pytest.raises(InfxError) as exc:
+        parse_yaml(f"a: 1\nb: [2, {scalar}]\n", "f.yaml")
+    assert str(exc.value).startswith("f.yaml:2:") and ("not finite" in str(exc.value) or "out of range" in str(exc.value))
+
+
+def test_alias_bomb_is_refused_at_the_alias_line() -> None:
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    levels += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    with pytest.raises(InfxError) as exc:
+        parse_yaml("\n".join(levels) + "\n", "bomb.yaml")
+    msg = str(exc.value)
+    assert msg.startswith("bomb.yaml:5:") and "alias" in msg and "\n" not in msg
+
+
+def test_aliases_within_the_cap_still_expand() -> None:
+    src = parse_yaml("base: &b {x: 1}\nd:\n  <<: *b\n  y: 2\nl: [*b, *b]\n", "f.yaml")
+    assert src.data["d"] == {"x": 1, "y": 2} and src.data["l"] == [{"x": 1}, {"x": 1}]
+
+
+@pytest.mark.parametrize("text", ["[" * 150 + "]" * 150, "a:\n" + "".join("  " * i + f"k{i}:\n" for i in range(1, 150)),
+                                  "a: &a " + "[" * 150 + "]" * 150 + "\nb: *a\n"])
+def test_nesting_past_the_cap_is_one_error(text: str) -> None:
+    with pytest.raises(InfxError, match="nests deeper than"):
+        parse_yaml(text, "deep.yaml")
+
+
+@pytest.mark.parametrize("text", ["a: !foo [1, 2]\n", "a: !bar {x: 1}\n", "a: !!set {x, y}\n", "a: !!omap [b: 1]\n"])
+def test_tags_on_lists_and_maps_are_refused(text: str) -> None:
+    with pytest.raises(InfxError, match="tag .* is not supported") as exc:
+        parse_yaml(text, "t.yaml")
+    assert str(exc.value).startswith("t.yaml:1:4:")

@@ -18,9 +18,13 @@ def _cpu_point():  # type: ignore[no-untyped-def]
     return p
 
 
-def test_cpu_deployment_is_checked_per_role() -> None:
+def test_cpu_deployment_is_checked_per_role(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from infx.catalog import load_runners
 
+    router = tmp_path / "router-venv" / "bin" / "vllm-router"  # present (the gate checks only that it exists)
+    router.parent.mkdir(parents=True)
+    router.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("INFX_ROUTER_VENV", str(tmp_path / "router-venv"))
     p = _cpu_point()
     (v,) = preflight_points([p], runners=load_runners(REPO / "configs/runners.yaml"),
                             launches={p.point_id: render_deployment(p)})
@@ -110,3 +114,29 @@ def test_runners_yaml_nodes_extension(compat: Path, tmp_path: Path) -> None:
         load_runners(bad)
     d = exc.value.diagnostics[0]
     assert d.file == str(bad) and d.line and "nodes" in str(d)
+def test_missing_router_fails_preflight_naming_the_install(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from infx.catalog import load_runners
+
+    monkeypatch.setenv("INFX_ROUTER_VENV", str(tmp_path / "no-router-venv"))
+    p = _cpu_point()
+    (v,) = preflight_points([p], runners=load_runners(REPO / "configs/runners.yaml"),
+                            launches={p.point_id: render_deployment(p)})
+    checks = {c.name: c for c in v.checks}
+    assert checks["helper:router"].status == "fail" and not v.ok_to_run
+    assert "make router-venv" in checks["helper:router"].message and "\n" not in checks["helper:router"].message
+
+
+def test_unknown_router_kv_backend_or_zero_tp_is_refused_not_rendered_as_another() -> None:
+    import pytest
+
+    from infx.diagnostics import InfxError
+    from infx.matrix.point import Component
+
+    p = _cpu_point()
+    bad = [p.model_copy(update={"router": Component(name="nginx", version="1")}),
+           p.model_copy(update={"framework": "sglang-disagg", "kv_p2p_transfer": "carrier-pigeon"}),
+           p.model_copy(update={"decode": p.decode.model_copy(update={"tp": 0})})]
+    for point, text in zip(bad, ("router 'nginx' is not one", "kv-p2p-transfer 'carrier-pigeon' is not one",
+                                 "decode tp 0")):
+        with pytest.raises(InfxError, match=text):
+            render_deployment(point)

@@ -51,4 +51,29 @@ def topology_problems(point: Point) -> list[str]:
         out.append("prefill and decode workers are both 0: the deployment has no worker")
     if point.kv_p2p_transfer == "example-connector" and point.disagg and point.decode.num_worker < 1:
         out.append("decode workers = 0: a KV connector deployment needs a decode worker to receive the KV")
+    fw = point.framework
+    fw_key = "dynamo" if fw.startswith("dynamo-") else fw
+    routers = _ROUTERS.get(fw_key)
+    if routers is not None and point.router is not None and point.router.name not in routers:
+        out.append(f"router {point.router.name!r} is not one the {fw} deployment renders (known: {', '.join(routers)})")
+    kvs = _KV_TRANSFERS.get(fw_key)
+    if kvs is not None and point.kv_p2p_transfer is not None and point.kv_p2p_transfer not in kvs:
+        out.append(f"kv-p2p-transfer {point.kv_p2p_transfer!r} is not one the {fw} deployment renders "
+                   f"(known: {', '.join(kvs)})")
+    for role in ("prefill", "decode"):
+        w = getattr(point, role)
+        if w.num_worker > 0 and w.tp < 1:
+            out.append(f"{role} tp {w.tp}: a worker needs at least one GPU")
     return out
+
+
+#: The routers and KV transfer backends each multi-role renderer maps; anything else would render as
+#: one of these silently (an unknown router as vllm-router, an unknown backend as NixlConnector).
+_ROUTERS: dict[str, tuple[str, ...]] = {
+    "vllm": ("vllm-router",), "llmd-vllm": ("llm-d-router", "vllm-router"), "sglang-disagg": ("sglang-router",),
+    "dynamo": ("dynamo-router",),
+}
+_KV_TRANSFERS: dict[str, tuple[str, ...]] = {
+    "vllm": ("example-connector", "nixl"), "llmd-vllm": ("nixl",), "sglang-disagg": ("mooncake", "mori", "nixl"),
+    "dynamo": ("mooncake", "mori", "nixl", "ucx"),
+}
