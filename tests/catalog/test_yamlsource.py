@@ -196,8 +196,9 @@ def test_random_documents_fast_equals_full_and_safe_load(tree: object, flow: boo
         with pytest.raises(InfxError):
             parse_yaml(text, "f.yaml")
         return
-    if _out_of_range(ref):  # inf, NaN, a 20-digit integer: refused at their line (issue 26)
-        with pytest.raises(InfxError, match="not finite|out of range"):
+    if _out_of_range(ref):  # inf, NaN, a 20-digit integer: refused at their line (issue 26); a duplicate
+        # key after unquoting ('-0' and '00' are both 0) may be the first error met in the same document
+        with pytest.raises(InfxError, match="not finite|out of range|duplicate key"):
             parse_yaml(text, "f.yaml")
         return
     try:
