@@ -51,6 +51,7 @@ class WorkspacePaths(BaseModel):
     changelog: str = "perf-changelog.yaml"
     results: str = "results"
     cache: str = ".infx"
+    benchmarks: str = "benchmarks"  # InferenceX bench scripts (benchmarks/single_node/...)
 
 
 class WorkspaceFile(BaseModel):
@@ -103,6 +104,10 @@ class Workspace(BaseModel):
     @property
     def results_dir(self) -> Path:
         return self._at(self.paths.results)
+
+    @property
+    def benchmarks_dir(self) -> Path:
+        return self._at(self.paths.benchmarks)
 
     @property
     def cache_dir(self) -> Path:

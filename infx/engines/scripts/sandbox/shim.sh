@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# infx render shim: stands in for a command a bench script runs (the server, its launcher, an
+# installer, a GPU tool). It records what was asked for and does nothing else.
+# Record: $INFX_REC/<ns>-<pid>/{name,argv (NUL-separated),env (NUL-separated),files/<i> + filemap}.
+name="${0##*/}"
+kind=aux
+case "$name" in
+    vllm|sglang) [[ "${1:-}" == serve ]] && kind=server ;;
+    sleep) exit 0 ;;  # nothing runs in a render, so nothing is waited for
+    trtllm-serve) kind=server ;;
+    python|python3|python3.*)
+        for ((i = 1; i <= $#; i++)); do
+            if [[ "${!i}" == -m ]]; then
+                j=$((i + 1)); mod="${!j:-}"
+                case "$mod" in
+                    sglang.launch_server|vllm.entrypoints.*|atom.entrypoints.*|tensorrt_llm.*) kind=server ;;
+                esac
+                break
+            fi
+        done ;;
+    mpirun|numactl|taskset|nohup|stdbuf)
+        for a in "$@"; do
+            case "$a" in
+                trtllm-serve|*/trtllm-serve|sglang.launch_server|vllm.entrypoints.*|atom.entrypoints.*) kind=server ;;
+                serve) [[ "$prev" == vllm || "$prev" == */vllm || "$prev" == sglang ]] && kind=server ;;
+            esac
+            prev="$a"
+        done ;;
+esac
+if [[ -n "${INFX_REC:-}" ]]; then
+    d="$INFX_REC/${EPOCHREALTIME/./}-$$"
+    mkdir -p "$d/files"
+    printf '%s' "$name" > "$d/name"
+    printf '%s' "$kind" > "$d/kind"
+    (( $# )) && printf '%s\0' "$@" > "$d/argv" || : > "$d/argv"
+    env -0 > "$d/env"
+    if [[ "$kind" == server ]]; then
+        n=0
+        for a in "$@"; do
+            v="${a#*=}"
+            for f in "$a" "$v"; do
+                if [[ -f "$f" && "$f" != /usr/* && "$f" != /infx/* ]]; then
+                    cp "$f" "$d/files/$n" 2>/dev/null && printf '%s\0' "$f" >> "$d/filemap" && n=$((n + 1))
+                    break
+                fi
+            done
+        done
+    fi
+fi
+exit 0
