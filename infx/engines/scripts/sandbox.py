@@ -165,15 +165,19 @@ def _collect(d: Path) -> JobResult:
     log = (d / "log").read_text(errors="replace").splitlines() if (d / "log").is_file() else []
     records: list[Record] = []
     rec = d / "rec"
-    for r in sorted(rec.iterdir(), key=lambda p: p.name) if rec.is_dir() else []:
+    kinds = sorted(rec.glob("*.kind")) if rec.is_dir() else []  # written last: a record is complete
+    for k in kinds:
+        pre = str(k)[: -len(".kind")]
         try:
-            env = dict(kv.split("=", 1) for kv in _split0((r / "env").read_bytes()) if "=" in kv)
+            envf = Path(pre + ".env")
+            env = dict(kv.split("=", 1) for kv in _split0(envf.read_bytes()) if "=" in kv) if envf.is_file() else {}
             files: dict[str, str] = {}
-            if (r / "filemap").is_file():
-                for i, name in enumerate(_split0((r / "filemap").read_bytes())):
-                    files[name] = (r / "files" / str(i)).read_text(errors="replace")
-            records.append(Record(name=(r / "name").read_text(), kind=(r / "kind").read_text(),
-                                  argv=_split0((r / "argv").read_bytes()), env=env, files=files))
+            fm = Path(pre + ".filemap")
+            if fm.is_file():
+                for i, name in enumerate(_split0(fm.read_bytes())):
+                    files[name] = Path(f"{pre}.file.{i}").read_text(errors="replace")
+            records.append(Record(name=Path(pre + ".name").read_text(), kind=k.read_text(),
+                                  argv=_split0(Path(pre + ".argv").read_bytes()), env=env, files=files))
         except (OSError, ValueError):
-            continue  # a record cut short by the time limit
+            continue
     return JobResult(rc=rc, log_tail=log, records=records)

@@ -1,12 +1,15 @@
 # infx render driver, run inside the sandbox: one bench script per job directory /jobs/N
 # (script: its path under /workspace; env: NUL-separated NAME=VALUE), results in /out/N.
+# Kept to builtins where it can: every fork costs, and a whole catalog is ~1,200 jobs.
 limit="$1"
 shopt -s extglob dotglob nullglob
-_others() {  # every process of the sandbox but its init, this driver and the caller's subshell
+exec {nap}<> <(:)  # a pipe nobody writes to: `read -t` on it is a sleep without a fork
+_others() {  # OTHERS=every process of the sandbox but its init and this driver
     local p
+    OTHERS=()
     for p in /proc/[0-9]*; do
         p="${p#/proc/}"
-        [[ "$p" == 1 || "$p" == "$$" || "$p" == "$BASHPID" ]] || echo "$p"
+        [[ "$p" == 1 || "$p" == "$$" ]] || OTHERS+=("$p")
     done
 }
 for job in /jobs/*; do
@@ -16,14 +19,22 @@ for job in /jobs/*; do
     left=(/workspace/!(benchmarks) /tmp/* /root/*)
     (( ${#left[@]} )) && rm -rf "${left[@]}" 2>/dev/null
     mapfile -d '' envs < "$job/env"
-    script="$(< "$job/script")"
-    ( cd /workspace && exec env -i "${envs[@]}" "INFX_REC=$out/rec" timeout -k 1 "$limit" bash "$script" ) \
-        > /tmp/.infx-log 2>&1 < /dev/null
+    read -r script < "$job/script"
+    (
+        unset PATH OLDPWD
+        for kv in "${envs[@]}"; do export "$kv"; done
+        export "INFX_REC=$out/rec"
+        cd /workspace && exec /usr/bin/timeout -k 1 "$limit" /bin/bash "$script"
+    ) > /tmp/.infx-log 2>&1 < /dev/null
     rc=$?
     # a server started with '&' may still be recording: let it finish, then end what is left
-    for ((w = 0; w < 60; w++)); do [[ -z "$(_others)" ]] && break; sleep 0.05; done
-    left="$(_others)"
-    [[ -n "$left" ]] && kill -9 $left 2>/dev/null
+    for ((w = 0; w < 60; w++)); do
+        _others
+        (( ${#OTHERS[@]} )) || break
+        read -rt 0.05 -u "$nap" || :
+    done
+    (( ${#OTHERS[@]} )) && kill -9 "${OTHERS[@]}" 2>/dev/null
     echo "$rc" > "$out/rc"
-    tail -n 80 /tmp/.infx-log > "$out/log"
+    mapfile -t lines < /tmp/.infx-log
+    printf '%s\n' "${lines[@]: -80}" > "$out/log"
 done

@@ -1,12 +1,12 @@
 # infx render: the side-effecting functions of benchmark_lib.sh replaced (sourced right after it).
 # Pure helpers (check_env_vars, build_replay_cmd, setup_eval_context, ...) stay as they are.
-_infx_record() {  # _infx_record KIND ARG...: one record, as the PATH shims write them
+_infx_record() {  # _infx_record KIND ARG...: one record, as the PATH shims write them (flat files)
     [[ -n "${INFX_REC:-}" ]] || return 0
-    local d="$INFX_REC/${EPOCHREALTIME/./}-$BASHPID"
-    mkdir -p "$d/files"
-    printf '%s' "$1" > "$d/name"; printf '%s' "$1" > "$d/kind"; shift
-    (( $# )) && printf '%s\0' "$@" > "$d/argv" || : > "$d/argv"
-    env -0 > "$d/env"
+    local d="$INFX_REC/${EPOCHREALTIME/./}-$BASHPID" kind="$1"
+    shift
+    if (( $# )); then printf '%s\0' "$@" > "$d.argv"; else : > "$d.argv"; fi
+    printf '%s' "$kind" > "$d.name"
+    printf '%s' "$kind" > "$d.kind"
 }
 wait_for_ready() { return 0; }
 wait_for_server_ready() { return 0; }

@@ -28,23 +28,26 @@ case "$name" in
         done ;;
 esac
 if [[ -n "${INFX_REC:-}" ]]; then
+    # flat files, builtins only (no mkdir/cp forks): PREFIX.{argv,env,filemap,file.N,name,kind}; kind last
     d="$INFX_REC/${EPOCHREALTIME/./}-$$"
-    mkdir -p "$d/files"
-    printf '%s' "$name" > "$d/name"
-    printf '%s' "$kind" > "$d/kind"
-    (( $# )) && printf '%s\0' "$@" > "$d/argv" || : > "$d/argv"
-    env -0 > "$d/env"
+    if (( $# )); then printf '%s\0' "$@" > "$d.argv"; else : > "$d.argv"; fi
     if [[ "$kind" == server ]]; then
+        env -0 > "$d.env"
         n=0
         for a in "$@"; do
             v="${a#*=}"
             for f in "$a" "$v"; do
-                if [[ -f "$f" && "$f" != /usr/* && "$f" != /infx/* ]]; then
-                    cp "$f" "$d/files/$n" 2>/dev/null && printf '%s\0' "$f" >> "$d/filemap" && n=$((n + 1))
+                if [[ -f "$f" && -r "$f" && "$f" != /usr/* && "$f" != /infx/* ]]; then
+                    mapfile -d '' chunk < "$f"
+                    printf '%s' "${chunk[@]}" > "$d.file.$n"
+                    printf '%s\0' "$f" >> "$d.filemap"
+                    n=$((n + 1))
                     break
                 fi
             done
         done
     fi
+    printf '%s' "$name" > "$d.name"
+    printf '%s' "$kind" > "$d.kind"
 fi
 exit 0
