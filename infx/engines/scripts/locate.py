@@ -78,7 +78,7 @@ def locate_script(point: Point, root: Path, benchmarks: str = "benchmarks") -> S
     sub = SCENARIO_SUBDIR.get(point.scenario_type, "fixed_seq_len")
     rels = [f"{benchmarks}/single_node/{sub}/{n}" for n in script_names(point, hw)]
     for rel in rels:
-        if (root / rel).is_file():
+        if (root / rel).is_file() or (root / rel).is_symlink():  # a dangling link is reported as unreadable
             return ScriptLookup(hw=hw, tried=rels, path=rel)
     return ScriptLookup(hw=hw, tried=rels)
 

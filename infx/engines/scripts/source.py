@@ -175,9 +175,12 @@ class ScriptSource:
                 todo.append((k, key, lk.path, ssha, env_sha, env))
         if not todo:
             return
-        from infx.engines.scripts.sandbox import bwrap_path
+        from infx.engines.scripts.sandbox import SandboxUnavailable, bwrap_path
 
-        bwrap_path()  # no sandbox: a workspace-level error before any script
+        try:
+            bwrap_path()  # no sandbox: a workspace-level error before any script runs
+        except SandboxUnavailable as exc:
+            raise InfxError(Diagnostic(str(exc), file=str(self.benchmarks_dir))) from None
         state = str(cache_root())
         batches = [todo[i:i + BATCH] for i in range(0, len(todo), BATCH)]
         args = [(str(self.benchmarks_dir), [(t[2], t[5]) for t in b], state, self.timeout_s) for b in batches]

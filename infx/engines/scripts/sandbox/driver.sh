@@ -36,5 +36,6 @@ for job in /jobs/*; do
     (( ${#OTHERS[@]} )) && kill -9 "${OTHERS[@]}" 2>/dev/null
     echo "$rc" > "$out/rc"
     mapfile -t lines < /tmp/.infx-log
-    printf '%s\n' "${lines[@]: -80}" > "$out/log"
+    from=$(( ${#lines[@]} > 80 ? ${#lines[@]} - 80 : 0 ))
+    printf '%s\n' "${lines[@]:from}" > "$out/log"
 done

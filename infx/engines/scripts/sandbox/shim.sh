@@ -50,4 +50,13 @@ if [[ -n "${INFX_REC:-}" ]]; then
     printf '%s' "$name" > "$d.name"
     printf '%s' "$kind" > "$d.kind"
 fi
+# GPU tools that scripts parse get an idle GPU's answer, so a render takes the path a clean node takes.
+if [[ "$name" == rocm-smi ]]; then
+    for a in "$@"; do
+        case "$a" in
+            --showmemuse) printf 'GPU[0]\t\t: GPU Memory Allocated (VRAM%%): 0\n' ;;
+            --showfw) printf 'GPU[0]\t\t: MEC firmware version: 177\n' ;;
+        esac
+    done
+fi
 exit 0
