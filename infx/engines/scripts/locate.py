@@ -18,6 +18,7 @@ between a matrix row and a script) plus what the launchers export (``PORT``, ``G
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -66,9 +67,11 @@ def script_names(point: Point, hw: str) -> list[str]:
     return out
 
 
-def locate_script(point: Point, root: Path, benchmarks: str = "benchmarks") -> ScriptLookup | None:
+def locate_script(point: Point, root: Path, benchmarks: str = "benchmarks",
+                  exists: Callable[[str], bool] | None = None) -> ScriptLookup | None:
     """The bench script of a single-node ``point`` under ``root``/``benchmarks``; None when the
-    point is multinode or its runner names no known hardware."""
+    point is multinode or its runner names no known hardware. ``exists`` (a relative path -> bool)
+    replaces the file system, e.g. with a git tree at some revision."""
     if point.multinode:
         return None
     try:
@@ -78,7 +81,8 @@ def locate_script(point: Point, root: Path, benchmarks: str = "benchmarks") -> S
     sub = SCENARIO_SUBDIR.get(point.scenario_type, "fixed_seq_len")
     rels = [f"{benchmarks}/single_node/{sub}/{n}" for n in script_names(point, hw)]
     for rel in rels:
-        if (root / rel).is_file() or (root / rel).is_symlink():  # a dangling link is reported as unreadable
+        if exists(rel) if exists is not None else ((root / rel).is_file() or (root / rel).is_symlink()):
+            # (a dangling link is found, and reported as unreadable when rendered)
             return ScriptLookup(hw=hw, tried=rels, path=rel)
     return ScriptLookup(hw=hw, tried=rels)
 
