@@ -15,6 +15,7 @@ import pytest
 
 from infx.sweep import slurm
 from infx.sweep.layout import RunDir
+from tests.sweep.test_slurm import local_slurm  # noqa: F401  (the real single-node Slurm fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 LIB = Path("/work/shared/compat/inferencex/benchmarks/benchmark_lib.sh")
