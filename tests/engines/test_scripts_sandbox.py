@@ -76,7 +76,8 @@ def _error(root: Path, point: Point, **kw: object) -> str:
 def test_a_good_script_renders(tmp_path: Path) -> None:
     root = _ws(tmp_path, {"tst_fp8_b200_vllm.sh": HEAD + SERVE})
     launch = _render(root, _pt())
-    assert launch.argv[-8:] == ["serve", "m/M", "--port", "9100", "--tensor-parallel-size", "2", "--max-num-seqs", "8"]
+    assert launch.argv[1:] == ["-m", "vllm.entrypoints.openai.api_server", "--model", "m/M", "--port", "9100",
+                              "--tensor-parallel-size", "2", "--max-num-seqs", "8"]  # local: vllm serve as the module
 
 
 def test_network_is_unreachable(tmp_path: Path) -> None:
@@ -159,3 +160,18 @@ def test_no_sandbox_is_a_clear_error_never_an_unsandboxed_run(tmp_path: Path, mo
     with pytest.raises(InfxError) as exc:
         _render(root, _pt())
     assert "bubblewrap" in str(exc.value) and not marker.exists()
+
+
+def test_plan_shows_script_hash_argv_and_redacted_env(tmp_path: Path) -> None:
+    from infx.engines.plan import build_plan, format_plan
+
+    body = HEAD + "export HF_TOKEN=hf_do_not_print_me VLLM_EXTRA=1\n" + SERVE
+    root = _ws(tmp_path, {"tst_fp8_b200_vllm.sh": body})
+    recipes = RecipeSet([], scripts=ScriptSource(root=root))
+    plan = build_plan([_pt(conc=4), _pt(conc=8, **{"point-id": "p2"})], recipes, port=9100)
+    text = format_plan(plan)
+    assert "hf_do_not_print_me" not in text and "hf_do_not_print_me" not in plan.model_dump_json()
+    assert "HF_TOKEN='***'" in text and "VLLM_EXTRA=1" in text
+    assert "script: benchmarks/single_node/fixed_seq_len/tst_fp8_b200_vllm.sh  sha256 " in text
+    assert "--max-num-seqs 8" in text and "--max-num-seqs 16" in text  # one launch per concurrency here
+    assert len(plan.groups) == 2

@@ -33,7 +33,7 @@ HERE = Path(__file__).parent / "sandbox"
 SHIM_NAMES = (
     "vllm", "python", "python3", "trtllm-serve", "mpirun", "numactl", "hf", "huggingface-cli", "nvidia-smi",
     "amd-smi", "rocm-smi", "rocminfo", "pip", "pip3", "uv", "uvx", "mooncake_master", "vllm-router",
-    "sglang-router", "sglang", "sleep", "curl", "wget", "git", "sudo", "docker", "apt-get", "modal", "lmcache_server", "aiperf",
+    "sglang-router", "sglang", "sleep", "sed", "curl", "wget", "git", "sudo", "docker", "apt-get", "modal", "lmcache_server", "aiperf",
 )
 DEFAULT_TIMEOUT_S = 20.0
 

@@ -4,6 +4,16 @@
 # Record: $INFX_REC/<ns>-<pid>/{name,argv (NUL-separated),env (NUL-separated),files/<i> + filemap}.
 name="${0##*/}"
 kind=aux
+if [[ "$name" == sed ]]; then
+    # `sed -i` on the container image's own files (patching the engine's sources) is skipped and
+    # recorded; every other sed is the real one.
+    inplace=0 missing=0
+    for a in "$@"; do
+        [[ "$a" == -i* || "$a" == --in-place* ]] && inplace=1
+        [[ "$a" == /* && "$a" != /workspace/* && "$a" != /tmp/* && "$a" != /root/* && ! -e "$a" ]] && missing=1
+    done
+    (( inplace && missing )) || exec /usr/bin/sed "$@"
+fi
 case "$name" in
     vllm|sglang) [[ "${1:-}" == serve ]] && kind=server ;;
     sleep) exit 0 ;;  # nothing runs in a render, so nothing is waited for
