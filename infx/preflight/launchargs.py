@@ -290,7 +290,7 @@ def _trt_options(args: Mapping[str, str | bool], files: Mapping[str, str]) -> di
     import yaml
 
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: ~10x faster
     except yaml.YAMLError as exc:
         raise ValueError(f"TRT-LLM extra options YAML does not parse: {exc}") from None
     return data if isinstance(data, dict) else {}

@@ -207,12 +207,14 @@ class ScriptSource:
             return None
 
     def _store(self, key: str, sr: ScriptRender) -> None:
-        from infx import atomic
-
+        """Temp file + rename, not fsynced (a cache: a file torn by a crash fails validation and is
+        rendered again; fsync per render cost more than the render on a busy disk)."""
         try:
             path = self._cache_path(key)
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic.write_bytes(path, sr.model_dump_json().encode())
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(sr.model_dump_json().encode())
+            os.replace(tmp, path)
         except OSError:
             pass
 
