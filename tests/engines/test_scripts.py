@@ -148,6 +148,8 @@ def test_agentic_vllm_capture_sizes_and_max_num_seqs(ws: Path) -> None:
     assert launch.env["VLLM_ENGINE_READY_TIMEOUT_S"] == "3600"
     s = engine_settings("vllm", launch.argv, launch.env, point_tp=8)
     assert s.max_num_seqs.value == 16 and s.graph_ceiling.value == 500 and s.kv_cache_dtype.value == "fp8"
+    assert s.memory_fraction.value == 0.90 and s.memory_fraction.source == "argv"  # GPU_MEMORY_UTILIZATION default
+    assert s.max_model_len.value == 1048576 and s.spec_tokens.value == 3
     dep = _launch(ws, p.model_copy(update={"dp_attn": True, "ep": 8, "conc": 32, "point_id": "dep"}))
     dargs = parse_argv(_engine_argv(dep))
     assert dargs["max-num-seqs"] == "8" and dargs["data-parallel-size"] == "8"  # 2*32/8

@@ -6,6 +6,7 @@ of the corpus). Needs ``bwrap``; skips with the reason otherwise.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -175,3 +176,47 @@ def test_plan_shows_script_hash_argv_and_redacted_env(tmp_path: Path) -> None:
     assert "script: benchmarks/single_node/fixed_seq_len/tst_fp8_b200_vllm.sh  sha256 " in text
     assert "--max-num-seqs 8" in text and "--max-num-seqs 16" in text  # one launch per concurrency here
     assert len(plan.groups) == 2
+
+
+CATALOG = """tst-fp8-b200-vllm:
+  image: vllm/vllm-openai:v0.11.0
+  model: m/M
+  model-prefix: tst
+  runner: b200
+  precision: fp8
+  framework: vllm
+  multinode: false
+  scenarios:
+    fixed-seq-len:
+    - isl: 1024
+      osl: 1024
+      search-space:
+      - { tp: 2, conc-list: [4, 8] }
+"""
+RUNNERS = """labels:
+  b200:
+    - b200-nb_0
+"""
+
+
+def test_cli_exit_codes_failing_rows_1_workspace_errors_2(tmp_path: Path) -> None:
+    body = HEAD + '[ "$CONC" -lt 8 ] || { echo "Error: CONC=$CONC unsupported" >&2; exit 1; }\n' + SERVE
+    root = _ws(tmp_path, {"tst_fp8_b200_vllm.sh": body})
+    (root / "configs").mkdir()
+    (root / "configs" / "tst-master.yaml").write_text(CATALOG)
+    (root / "configs" / "runners.yaml").write_text(RUNNERS)
+    (root / "infx.toml").write_text("")
+
+    def infx(*args: str, env: dict | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "infx", "--workspace", str(root), *args], capture_output=True,
+                              text=True, cwd=root, timeout=300, env={**os.environ, **(env or {})})
+
+    pf = infx("preflight", "--json")
+    assert pf.returncode == 1, pf.stderr
+    verdicts = {v["exp_name"] + str(i): v for i, v in enumerate(json.loads(pf.stdout))}
+    failed = [v for v in verdicts.values() if v["status"] == "fail"]
+    assert len(failed) == 1  # only the conc-8 row; the conc-4 row renders
+    (launch,) = [c for c in failed[0]["checks"] if c["name"] == "launch"]
+    assert "tst_fp8_b200_vllm.sh:5:" in launch["message"] and "Error: CONC=8 unsupported" in launch["message"]
+    no_bwrap = infx("preflight", env={"PATH": str(tmp_path / "no-bin"), "INFX_CACHE_DIR": str(tmp_path / "fresh")})
+    assert no_bwrap.returncode == 2 and "bubblewrap" in no_bwrap.stderr and "Traceback" not in no_bwrap.stderr
