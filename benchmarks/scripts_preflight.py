@@ -33,12 +33,27 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+_SANDBOX_CPU = """
+import atexit, sys
+from infx.engines.scripts.sandbox import SANDBOX_CPU
+atexit.register(lambda: print(f"SANDBOX_CPU {SANDBOX_CPU['seconds']:.3f}", file=sys.stderr))
+from infx.cli import main
+sys.argv = ["infx", *sys.argv[1:]]
+main()
+"""
+
+
 def _preflight(ws: Path, cache: Path) -> tuple[float, float, list[dict], str]:
+    """One `infx preflight --json` over the workspace; CPU = the process's own + what bash's `times` saw
+    inside the sandboxes (the host's rusage does not reach through bubblewrap's PID namespace)."""
     env = {**os.environ, "INFX_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
     c0, t0 = _children_cpu(), time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "infx", "--workspace", str(ws), "preflight", "--json"],
+    proc = subprocess.run([sys.executable, "-c", _SANDBOX_CPU, "--workspace", str(ws), "preflight", "--json"],
                           capture_output=True, text=True, env=env, cwd=ws)
     wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
+    for line in proc.stderr.splitlines():
+        if line.startswith("SANDBOX_CPU "):
+            cpu += float(line.split()[1])
     if proc.returncode not in (0, 1):
         sys.exit(f"preflight failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
     return wall, cpu, json.loads(proc.stdout), proc.stderr

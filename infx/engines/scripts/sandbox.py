@@ -58,6 +58,23 @@ class JobResult(BaseModel):
     records: list[Record]
 
 
+def _times_cpu(text: str) -> float:
+    """Seconds from bash's ``times`` output ("0m0.010s 0m0.020s" per line: shell, then children)."""
+    total = 0.0
+    for tok in text.split():
+        m, _, sec = tok.partition("m")
+        try:
+            total += int(m) * 60 + float(sec.rstrip("s"))
+        except ValueError:
+            continue
+    return total
+
+
+#: CPU seconds spent inside sandboxes by this process's run_jobs calls (bash ``times``; the host's
+#: rusage does not see through bubblewrap's PID namespace). Read by benchmarks/scripts_preflight.py.
+SANDBOX_CPU = {"seconds": 0.0}
+
+
 @lru_cache(maxsize=1)
 def sandbox_version() -> str:
     """Hash of the sandbox's own files: part of every render's cache key."""
@@ -148,6 +165,8 @@ def run_jobs(benchmarks_dir: Path, jobs: list[tuple[str, dict[str, str]]], *, st
         if proc.returncode != 0 and not any(out_dir.iterdir()):
             err = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise SandboxUnavailable(f"the bubblewrap sandbox cannot start: {err}; no script was run")
+        if (out_dir / "times").is_file():
+            SANDBOX_CPU["seconds"] += _times_cpu((out_dir / "times").read_text())
         return [_collect(out_dir / f"{i:05d}") for i in range(len(jobs))]
 
 

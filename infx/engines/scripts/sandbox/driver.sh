@@ -28,10 +28,10 @@ for job in /jobs/*; do
     ) > /tmp/.infx-log 2>&1 < /dev/null
     rc=$?
     # a server started with '&' may still be recording: let it finish, then end what is left
-    for ((w = 0; w < 60; w++)); do
+    for ((w = 0; w < 600; w++)); do
         _others
         (( ${#OTHERS[@]} )) || break
-        read -rt 0.05 -u "$nap" || :
+        read -rt 0.005 -u "$nap" || :
     done
     (( ${#OTHERS[@]} )) && kill -9 "${OTHERS[@]}" 2>/dev/null
     echo "$rc" > "$out/rc"
@@ -39,3 +39,4 @@ for job in /jobs/*; do
     from=$(( ${#lines[@]} > 80 ? ${#lines[@]} - 80 : 0 ))
     printf '%s\n' "${lines[@]:from}" > "$out/log"
 done
+times > /out/times  # CPU of this driver and every script it waited for (the render's cost, for the benchmark)
