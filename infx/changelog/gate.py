@@ -190,7 +190,13 @@ def build_matrix(opts: GateOptions, head: Changelog, change: ChangeSet) -> Chang
                 diags.append(Diagnostic(f"{a.label}: matrix generation failed: {d}", file, a.line, 1))
     if diags:
         raise InfxError(diags)
-    return builder.build(metadata)
+    built = builder.build(metadata)
+    if opts.changed_launches:
+        from infx.changelog.launches import launch_hashes
+
+        meta = built.changelog_metadata.model_copy(update={"launches": launch_hashes(repo, opts.head_ref, built.all_rows())})
+        built = built.model_copy(update={"changelog_metadata": meta})
+    return built
 
 
 def _entry_rows(opts: GateOptions, a: ParsedEntry, keys: list[str], head_cat: CatalogSnapshot,

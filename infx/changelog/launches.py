@@ -42,6 +42,39 @@ def script_of(row: Row, blobs: dict[str, str], benchmarks: str = "benchmarks") -
     return lookup.path if lookup is not None else None
 
 
+def _blob_sha256(repo: Path, rev: str, path: str) -> str:
+    import hashlib
+
+    proc = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", f"{rev}:{path}"], capture_output=True)
+    return hashlib.sha256(proc.stdout if proc.returncode == 0 else b"").hexdigest()
+
+
+def launch_hashes(repo: Path, head: str, rows: list[Row], benchmarks: str = "benchmarks") -> list[dict[str, str]]:
+    """Per row: point-id, script, and the sha256 of the script and of benchmark_lib.sh at ``head``."""
+    blobs = tree_blobs(repo, head, benchmarks)
+    lib = f"{benchmarks}/benchmark_lib.sh"
+    memo: dict[str, str] = {}
+
+    def sha(path: str) -> str:
+        if path not in memo:
+            memo[path] = _blob_sha256(repo, head, path)
+        return memo[path]
+
+    out = []
+    for r in rows:
+        script = script_of(r, blobs, benchmarks)
+        if script is not None:
+            out.append({"point-id": str(r.get("point-id")), "script": script, "script-sha256": sha(script),
+                        "lib-sha256": sha(lib) if lib in blobs else hashlib_empty()})
+    return out
+
+
+def hashlib_empty() -> str:
+    import hashlib
+
+    return hashlib.sha256(b"").hexdigest()
+
+
 def changed_launch_rows(repo: Path, base: str, head: str, rows: list[Row], benchmarks: str = "benchmarks") -> list[Row]:
     """The rows whose bench script or ``benchmark_lib.sh`` changed from ``base`` to ``head``."""
     head_blobs = tree_blobs(repo, head, benchmarks)

@@ -124,6 +124,7 @@ def test_changelog_selects_exactly_the_edited_scripts_rows(repo: tuple[Path, str
 
     def rows(out: str) -> list[dict]:
         m = json.loads(out)
+        m.pop("changelog_metadata")
         found: list[dict] = []
 
         def walk(x: object) -> None:
@@ -145,3 +146,10 @@ def test_changelog_selects_exactly_the_edited_scripts_rows(repo: tuple[Path, str
     assert {r["framework"] for r in wide_rows} > {"vllm"}  # the entry's glob also selects other engines' rows
     assert {r["point-id"] for r in narrow_rows if not r.get("run-eval")} == expected
     assert {r["framework"] for r in narrow_rows} == {"vllm"}
+    launches = json.loads(narrow.stdout)["changelog_metadata"]["launches"]
+    assert {x["point-id"] for x in launches} == {r["point-id"] for r in narrow_rows}
+    import hashlib
+
+    want = hashlib.sha256((root / SCRIPT).read_bytes()).hexdigest()  # = the plan's launch.script_sha256
+    assert {(x["script"], x["script-sha256"]) for x in launches} == {(SCRIPT, want)}
+    assert "launches" not in json.loads(wide.stdout)["changelog_metadata"]
