@@ -198,3 +198,13 @@ def test_renders_are_cached_by_content(ws: Path) -> None:
 def test_port_placeholder_never_leaks(ws: Path) -> None:
     launch = _launch(ws, _pt(conc=4))
     assert PORT_PLACEHOLDER not in " ".join(launch.argv) and "9000" in launch.argv
+
+
+def test_dp_attention_engine_behind_a_router_gets_the_sweeps_port(ws: Path) -> None:
+    # dsv4_fp4_b200_vllm_mtp.sh under DP-attention starts vLLM on $PORT+1 behind vllm-router on $PORT;
+    # the rendered launch is the engine, on infx's port.
+    p = _pt(model_prefix="dsv4", exp_name="dsv4_agentic", framework="vllm", spec_decoding="mtp",
+            scenario_type="agentic-coding", runner="cluster:b200-dgxc", conc=32, dp_attn=True, ep=8,
+            kv_offloading="none", total_cpu_dram_gb=0, duration=1800, max_model_len=None, isl=None, osl=None)
+    argv = _engine_argv(_launch(ws, p))
+    assert argv[argv.index("--port") + 1] == "9000" and "8889" not in argv

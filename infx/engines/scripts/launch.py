@@ -10,7 +10,7 @@ from infx.engines.hardware import Hardware
 from infx.engines.launch import PORT_PLACEHOLDER, Launch, Runtime, fingerprint
 from infx.engines.runtimes import RuntimeOptions, host_for, wrap
 from infx.engines.scripts.locate import ScriptLookup, workflow_env
-from infx.engines.scripts.source import ENGINE_OF, ScriptRender, ScriptSource, _flag, port_free, python_for_local, server_env
+from infx.engines.scripts.source import ENGINE_OF, ScriptRender, ScriptSource, flag_value, port_free, python_for_local, server_env
 from infx.matrix.point import Point
 
 
@@ -52,10 +52,10 @@ def script_launch(point: Point, source: ScriptSource, lookup: ScriptLookup, hw: 
     fp = fingerprint(point.image, argv_t, {**env, **{f"file:{k}": v for k, v in files.items()}, **hashes})
     final = [str(port) if a == PORT_PLACEHOLDER else a.replace(PORT_PLACEHOLDER, str(port)) for a in argv_t]
     raw = sr.server.argv
-    model_path = (_flag(raw, "--model-path", "--model") or
+    model_path = (flag_value(raw, "--model-path", "--model") or
                   (raw[1] if sr.server.name == "vllm" and len(raw) > 1 else None) or
                   next((raw[i + 1] for i, a in enumerate(raw[:-1]) if a.endswith("trtllm-serve")), None) or point.model)
-    served = _flag(raw, "--served-model-name") or model_path
+    served = flag_value(raw, "--served-model-name") or model_path
     return Launch(
         engine=engine, recipe=f"script:{sr.script}", recipe_file=str(source.root / sr.script), image=point.image,
         runtime=runtime, argv=final, env=env, files=files, fingerprint=fp, host=host_for(runtime), port=port,

@@ -21,7 +21,7 @@ from typing import Sequence
 from pydantic import BaseModel, Field
 
 from infx.diagnostics import Diagnostic, InfxError
-from infx.engines.scripts.locate import SCRIPT_PORT, ScriptLookup, locate_script, workflow_env
+from infx.engines.scripts.locate import ScriptLookup, locate_script, workflow_env
 from infx.engines.scripts.sandbox import DEFAULT_TIMEOUT_S, JobResult, Record, run_jobs, sandbox_version
 from infx.matrix.point import Point
 
@@ -245,7 +245,7 @@ class ScriptSource:
 # ---- a render as a Launch --------------------------------------------------------------------------------
 
 
-def _flag(argv: list[str], *names: str) -> str | None:
+def flag_value(argv: list[str], *names: str) -> str | None:
     for i, a in enumerate(argv):
         for n in names:
             if a == n and i + 1 < len(argv):
@@ -255,16 +255,18 @@ def _flag(argv: list[str], *names: str) -> str | None:
     return None
 
 
-def port_free(argv: list[str], port: int = SCRIPT_PORT) -> list[str]:
-    """The server argv with its port (``--port 8888``, ``--port=8888``, ``--server-port``) as the placeholder."""
+def port_free(argv: list[str]) -> list[str]:
+    """The server argv with its own port (``--port N``, ``--port=N``, ``--server-port N``) as the
+    placeholder: infx gives every launch its port. (A script that puts a router in front of the
+    engine on ``$PORT`` and the engine on ``$PORT + 1`` is served by the engine alone.)"""
     from infx.engines.launch import PORT_PLACEHOLDER
 
     out = list(argv)
     for i, a in enumerate(out):
-        if a in _PORT_FLAGS and i + 1 < len(out) and out[i + 1] == str(port):
+        if a in _PORT_FLAGS and i + 1 < len(out) and out[i + 1].isdigit():
             out[i + 1] = PORT_PLACEHOLDER
         for f in _PORT_FLAGS:
-            if a == f"{f}={port}":
+            if a.startswith(f + "=") and a[len(f) + 1:].isdigit():
                 out[i] = f"{f}={PORT_PLACEHOLDER}"
     return out
 
