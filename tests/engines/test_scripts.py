@@ -208,3 +208,38 @@ def test_dp_attention_engine_behind_a_router_gets_the_sweeps_port(ws: Path) -> N
             kv_offloading="none", total_cpu_dram_gb=0, duration=1800, max_model_len=None, isl=None, osl=None)
     argv = _engine_argv(_launch(ws, p))
     assert argv[argv.index("--port") + 1] == "9000" and "8889" not in argv
+
+
+CATALOG_KEYS = {  # key -> (engine, argv head): every framework, both scenarios, rows straight from the catalogs
+    "dsr1-fp4-b200-sglang": ("sglang", ["python3", "-m", "sglang.launch_server"]),
+    "dsv4-fp4-b200-trt": ("trt", ["mpirun", "-n", "1"]),
+    "dsr1-fp4-mi355x-atom": ("atom", ["python3", "-m", "atom.entrypoints.openai_server"]),
+    "dsv4-fp4-b200-vllm-agentic-mtp": ("vllm", ["vllm", "serve"]),
+    "qwen3.5-fp8-b200-sglang-agentic-mtp": ("sglang", ["python3", "-m", "sglang.launch_server"]),
+    "kimik3-fp4-mi355x-atom-agentic-mtp": ("atom", ["python", "-m", "atom.entrypoints.openai_server"]),
+}
+
+
+def test_real_catalog_rows_render(ws: Path) -> None:
+    from infx.engines.plan import build_plan
+    from infx.matrix.select import keyed_points
+
+    keyed = keyed_points([ws / "configs/amd-master.yaml", ws / "configs/nvidia-master.yaml"], ws / "configs/runners.yaml",
+                         list(CATALOG_KEYS), "none")
+    plan = build_plan([p for _, p in keyed], workspace_recipes(None, at(ws)), runtime="docker",
+                      config_keys={p.point_id: k for k, p in keyed})
+    assert {pp.config_key for pp in plan.points} == set(CATALOG_KEYS)
+    scenarios = set()
+    for pp in plan.points:
+        engine, head = CATALOG_KEYS[pp.config_key]  # type: ignore[index]
+        launch = pp.launch
+        assert launch is not None and launch.engine == engine and launch.script
+        assert _engine_argv(launch)[: len(head)] == head, (pp.config_key, _engine_argv(launch)[:4])
+        argv = _engine_argv(launch)
+        tp_flag = next(f for f in ("--tp", "--tp-size", "--tp_size", "--tensor-parallel-size", "-tp") if any(
+            a == f or a.startswith(f + "=") for a in argv))
+        i = next(i for i, a in enumerate(argv) if a == tp_flag or a.startswith(tp_flag + "="))
+        tp = argv[i].split("=", 1)[1] if "=" in argv[i] else argv[i + 1]
+        assert int(tp) in (pp.tp, 1), (pp.config_key, tp_flag, tp, pp.tp)  # 1: DP-attention arms run TP 1 x DP
+        scenarios.add(pp.scenario_type)
+    assert scenarios == {"fixed-seq-len", "agentic-coding"}
