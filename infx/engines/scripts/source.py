@@ -126,7 +126,7 @@ class ScriptSource:
     benchmarks: str = "benchmarks"
     timeout_s: float = DEFAULT_TIMEOUT_S
     workers: int | None = None
-    renders: dict[tuple[str, int], ScriptRender] = field(default_factory=dict)  # (point-id, conc)
+    renders: dict[str, ScriptRender] = field(default_factory=dict)  # by content key (script, lib, env, sandbox)
     _sha: dict[str, str] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=lambda: {"rendered": 0, "cached": 0})
 
@@ -156,28 +156,29 @@ class ScriptSource:
     def prefetch(self, points: Sequence[Point]) -> None:
         """Render every (point, concurrency) with a script and no render yet: cache first, then
         sandboxes in parallel. A script that cannot be read is left for :meth:`render` to report."""
-        todo: list[tuple[tuple[str, int], str, str, str, str, dict[str, str]]] = []
+        todo: list[tuple[str, str, str, str, dict[str, str]]] = []
         lib_sha = self.lib_sha()
+        queued: set[str] = set()
         for p in points:
             lk = self.lookup(p)
             if lk is None or lk.path is None:
                 continue
             for conc in p.concs:
-                k = (p.point_id, conc)
-                if k in self.renders:
-                    continue
                 try:
                     ssha = self.file_sha(lk.path)
                 except OSError:
                     continue
                 env = workflow_env(p, conc, lk.path)
                 env_sha, key = self._key(ssha, lib_sha, env)
+                if key in self.renders or key in queued:
+                    continue
                 cached = self._load(key)
                 if cached is not None:
-                    self.renders[k] = cached
+                    self.renders[key] = cached
                     self.stats["cached"] += 1
                     continue
-                todo.append((k, key, lk.path, ssha, env_sha, env))
+                queued.add(key)
+                todo.append((key, lk.path, ssha, env_sha, env))
         if not todo:
             return
         from infx.engines.scripts.sandbox import SandboxUnavailable, bwrap_path
@@ -188,7 +189,7 @@ class ScriptSource:
             raise InfxError(Diagnostic(str(exc), file=str(self.benchmarks_dir))) from None
         state = str(cache_root())
         batches = [todo[i:i + BATCH] for i in range(0, len(todo), BATCH)]
-        args = [(str(self.benchmarks_dir), [(t[2], t[5]) for t in b], state, self.timeout_s) for b in batches]
+        args = [(str(self.benchmarks_dir), [(t[1], t[4]) for t in b], state, self.timeout_s) for b in batches]
         # two sandboxes per core: a render is ~20 ms of CPU in ~60 ms of wall (forks, exec, tmpfs)
         workers = self.workers or min(len(batches), 2 * (os.cpu_count() or 1))
         try:
@@ -204,9 +205,9 @@ class ScriptSource:
         except RuntimeError as exc:  # SandboxUnavailable
             raise InfxError(Diagnostic(str(exc), file=str(self.benchmarks_dir))) from None
         for b, res in zip(batches, results):
-            for (k, key, rel, ssha, env_sha, _env), r in zip(b, res):
+            for (key, rel, ssha, env_sha, _env), r in zip(b, res):
                 sr = build_render(rel, ssha, lib_sha, env_sha, r, self.timeout_s)
-                self.renders[k] = sr
+                self.renders[key] = sr
                 self.stats["rendered"] += 1
                 self._store(key, sr)
 
@@ -234,12 +235,15 @@ class ScriptSource:
         path = self.root / lookup.path
         if not os.access(path, os.R_OK):
             raise InfxError(Diagnostic(f"point {point.point_id}: bench script is not readable", file=str(path)))
-        k = (point.point_id, conc)
-        if k not in self.renders:
-            self.prefetch([point])
-        if k not in self.renders:
-            raise InfxError(Diagnostic(f"point {point.point_id}: bench script could not be read", file=str(path)))
-        return self.renders[k]
+        try:
+            ssha = self.file_sha(lookup.path)
+        except OSError as exc:
+            raise InfxError(Diagnostic(f"point {point.point_id}: bench script could not be read: {exc.strerror}",
+                                       file=str(path))) from None
+        _, key = self._key(ssha, self.lib_sha(), workflow_env(point, conc, lookup.path))
+        if key not in self.renders:
+            self.prefetch([point.model_copy(update={"conc": conc})])
+        return self.renders[key]
 
 
 # ---- a render as a Launch --------------------------------------------------------------------------------
