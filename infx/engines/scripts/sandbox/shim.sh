@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # infx render shim: stands in for a command a bench script runs (the server, its launcher, an
 # installer, a GPU tool). It records what was asked for and does nothing else.
-# Record: $INFX_REC/<ns>-<pid>/{name,argv (NUL-separated),env (NUL-separated),files/<i> + filemap}.
+# Record: flat files $INFX_REC/<usec>-<pid>.{argv,env (NUL-separated),filemap,file.N,name,kind}, kind last.
 name="${0##*/}"
 kind=aux
 if [[ "$name" == sed ]]; then
@@ -14,6 +14,7 @@ if [[ "$name" == sed ]]; then
     done
     (( inplace && missing )) || exec /usr/bin/sed "$@"
 fi
+trap '' TERM INT HUP  # a script's cleanup trap may kill its "server" at once: finish the record first
 case "$name" in
     vllm|sglang) [[ "${1:-}" == serve ]] && kind=server ;;
     sleep) exit 0 ;;  # nothing runs in a render, so nothing is waited for
