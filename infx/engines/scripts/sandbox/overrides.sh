@@ -8,8 +8,26 @@ _infx_record() {  # _infx_record KIND ARG...: one record, as the PATH shims writ
     printf '%s' "$kind" > "$d.name"
     printf '%s' "$kind" > "$d.kind"
 }
-wait_for_ready() { return 0; }
-wait_for_server_ready() { return 0; }
+_infx_wait_record() {  # _infx_wait_record PID: until the shim started as PID has written its record
+    local pid="$1" i f
+    [[ "$pid" =~ ^[0-9]+$ && -n "${INFX_REC:-}" ]] || return 0
+    for ((i = 0; i < 300; i++)); do
+        f=("$INFX_REC"/*-"$pid".kind)
+        [[ -e "${f[0]}" ]] && return 0
+        kill -0 "$pid" 2>/dev/null || return 0
+        /usr/bin/sleep 0.01
+    done
+}
+# "Ready" once the server's shim has recorded it, so a cleanup trap that kills the server right
+# after cannot race the record.
+wait_for_ready() {
+    while [[ $# -gt 0 ]]; do [[ "$1" == --pid ]] && _infx_wait_record "${2:-}"; shift; done
+    return 0
+}
+wait_for_server_ready() {
+    while [[ $# -gt 0 ]]; do [[ "$1" == --server-pid ]] && _infx_wait_record "${2:-}"; shift; done
+    return 0
+}
 start_gpu_monitor() { return 0; }
 stop_gpu_monitor() { return 0; }
 wait_for_amd_gpu_clean() { return 0; }
