@@ -52,6 +52,7 @@ class WorkspacePaths(BaseModel):
     results: str = "results"
     cache: str = ".infx"
     cost_model: str = Field("cost-model.yaml", alias="cost-model")
+    benchmarks: str = "benchmarks"  # InferenceX bench scripts (benchmarks/single_node/...)
 
 
 class WorkspaceFile(BaseModel):
@@ -109,6 +110,10 @@ class Workspace(BaseModel):
     def cost_model_file(self) -> Path:
         """The workspace's cost table (replaces the built-in ``infx/builtin/cost-model.yaml`` when present)."""
         return self._at(self.paths.cost_model)
+
+    @property
+    def benchmarks_dir(self) -> Path:
+        return self._at(self.paths.benchmarks)
 
     @property
     def cache_dir(self) -> Path:

@@ -52,6 +52,9 @@ def validate(base_ref: BaseRef, head_ref: HeadRef, changelog_file: ChangelogFile
 def matrix(base_ref: BaseRef, head_ref: HeadRef, changelog_file: ChangelogFile = "perf-changelog.yaml",
            config_files: ConfigFiles = None, runner_config: RunnerConfig = "configs/runners.yaml",
            trim_conc: Annotated[bool, typer.Option("--trim-conc", help="Keep only the lowest concurrency per curve.")] = False,
+           changed_launches: Annotated[bool, typer.Option(
+               "--changed-launches",
+               help="Keep only rows whose bench script or benchmark_lib.sh changed between the revisions.")] = False,
            all_evals: AllEvals = False, evals_only: EvalsOnly = False, pr_number: PrNumber = None,
            link_repo: LinkRepo = None, repo: Repo = Path(".")) -> None:
     """Print the bucketed matrix (JSON) that a changelog change selects."""
@@ -60,7 +63,8 @@ def matrix(base_ref: BaseRef, head_ref: HeadRef, changelog_file: ChangelogFile =
 
     opts = gate_options(repo=repo, base_ref=base_ref, head_ref=head_ref, changelog_file=changelog_file,
                         config_files=config_files, runner_config=runner_config, all_evals=all_evals,
-                        evals_only=evals_only, trim_conc=trim_conc, pr_number=pr_number, link_repo=link_repo)
+                        evals_only=evals_only, trim_conc=trim_conc, changed_launches=changed_launches,
+                        pr_number=pr_number, link_repo=link_repo)
     report = run_gate(opts)
     typer.echo(json.dumps(report.matrix.model_dump(exclude_none=True), separators=(",", ":")))
 

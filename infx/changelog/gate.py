@@ -59,6 +59,8 @@ class GateOptions(BaseModel):
     all_evals: bool = False
     evals_only: bool = False
     trim_conc: bool = False
+    #: keep only rows whose bench script (or benchmark_lib.sh) changed between the revisions
+    changed_launches: bool = False
     pr: PullRequestContext = Field(default_factory=PullRequestContext)
 
     @model_validator(mode="after")
@@ -188,11 +190,27 @@ def build_matrix(opts: GateOptions, head: Changelog, change: ChangeSet) -> Chang
                 diags.append(Diagnostic(f"{a.label}: matrix generation failed: {d}", file, a.line, 1))
     if diags:
         raise InfxError(diags)
-    return builder.build(metadata)
+    built = builder.build(metadata)
+    if opts.changed_launches:
+        from infx.changelog.launches import launch_hashes
+
+        meta = built.changelog_metadata.model_copy(update={"launches": launch_hashes(repo, opts.head_ref, built.all_rows())})
+        built = built.model_copy(update={"changelog_metadata": meta})
+    return built
 
 
 def _entry_rows(opts: GateOptions, a: ParsedEntry, keys: list[str], head_cat: CatalogSnapshot,
                 base_cat: CatalogSnapshot | None, builder: BucketBuilder, file: str, repoint: Any) -> None:
+    if opts.changed_launches:
+        from infx.changelog.launches import changed_launch_rows
+
+        repo = git.repo_root(opts.repo)
+
+        def scripted(rows: list[Row]) -> list[Row]:
+            return changed_launch_rows(repo, opts.base_ref, opts.head_ref, rows)
+    else:
+        def scripted(rows: list[Row]) -> list[Row]:
+            return rows
     e = a.entry
     scen = list(e.scenario_type) if e.scenario_type else None
     expand_all = opts.all_evals or e.all_evals
@@ -207,19 +225,19 @@ def _entry_rows(opts: GateOptions, a: ParsedEntry, keys: list[str], head_cat: Ca
         if diags:
             raise InfxError(diags)
         rows = trim_conc(delta, repoint) if opts.trim_conc else delta
-        for r in rows:
+        for r in scripted(rows):
             builder.add_throughput(with_fingerprint(r))
         return
     if not suppress_throughput:
         rows = _generate(head_cat, keys, scen, "none")
         if opts.trim_conc:
             rows = trim_conc(rows, repoint)
-        for r in rows:
+        for r in scripted(rows):
             builder.add_throughput(with_fingerprint(r))
     evals = _generate(head_cat, keys, scen, "all" if expand_all else "evals-only")
     if e.eval_min_prefill_ep is not None:
         evals = [r for r in evals if "prefill" not in r or int(r["prefill"].get("ep", 1)) >= e.eval_min_prefill_ep]
-    for r in evals:
+    for r in scripted(evals):
         builder.add_eval(r)
 
 
@@ -234,9 +252,10 @@ def run_gate(opts: GateOptions) -> GateReport:
 def changelog_points(repo: str | Path, base_ref: str, head_ref: str, *, changelog_file: str = DEFAULT_CHANGELOG,
                      config_files: list[str] | None = None, runner_config: str = DEFAULT_RUNNER_CONFIG,
                      all_evals: bool = False, evals_only: bool = False, trim_conc: bool = False,
-                     pr_number: int | None = None) -> list[Point]:
+                     pr_number: int | None = None, changed_launches: bool = False) -> list[Point]:
     """The points a changelog change selects (throughput rows first, then eval rows), for ``infx run --changelog``."""
     opts = GateOptions(repo=Path(repo), base_ref=base_ref, head_ref=head_ref, changelog_file=changelog_file,
                        config_files=config_files, runner_config=runner_config, all_evals=all_evals,
-                       evals_only=evals_only, trim_conc=trim_conc, pr=PullRequestContext.from_env(pr_number))
+                       evals_only=evals_only, trim_conc=trim_conc, changed_launches=changed_launches,
+                       pr=PullRequestContext.from_env(pr_number))
     return run_gate(opts).matrix.points()

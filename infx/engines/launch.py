@@ -62,6 +62,13 @@ class Launch(BaseModel):
     metrics_path: str = "/metrics"
     consumed: list[str] = Field(default_factory=list)  # point fields the launch depends on
     ignored: list[str] = Field(default_factory=list)  # point fields the recipe declared irrelevant
+    # A launch rendered from an InferenceX bench script (infx.engines.scripts): the script (relative to
+    # the workspace root), its and benchmark_lib.sh's sha256 (both in the fingerprint), and the client
+    # invocations it recorded ([kind, *argv]: run_benchmark_serving args, the agentic replay, evals).
+    script: str | None = None
+    script_sha256: str | None = None
+    lib_sha256: str | None = None
+    client: list[list[str]] = Field(default_factory=list)
 
     @property
     def base_url(self) -> str:

@@ -74,8 +74,9 @@ class Plan(BaseModel):
 
 def build_plan(points: Sequence[Point], recipes: RecipeSet, *, runtime: Runtime = "local", port: int = 8000,
                config_keys: dict[str, str] | None = None) -> Plan:
-    from infx.engines.render import render_launch
+    from infx.engines.render import prefetch_scripts, render_launch
 
+    prefetch_scripts(list(points), recipes)
     diags: list[Diagnostic] = []
     planned: list[PlannedPoint] = []
     seen: set[str] = set()
@@ -115,11 +116,16 @@ def format_plan(plan: Plan) -> str:
         l = pp.launch
         assert l is not None
         lines.append(f"  launch #{index[l.fingerprint]}  fingerprint {l.fingerprint[:16]}  recipe {l.recipe}  runtime {l.runtime}")
+        if l.script:
+            lines.append(f"  script: {l.script}  sha256 {l.script_sha256[:16] if l.script_sha256 else '-'}"
+                         f"  lib sha256 {l.lib_sha256[:16] if l.lib_sha256 else '-'}")
         if l.env:
             lines.append("  env:  " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(redact_env(l.env).items())))
         lines.append("  argv: " + shlex.join(l.argv))
         for name in l.files:
             lines.append(f"  file: {name}")
+        for c in l.client:
+            lines.append(f"  {c[0]}: " + shlex.join(c[1:]))
     lines.append("")
     lines.append(f"{len(plan.points)} points, {len(plan.points)} launches rendered, {len(plan.groups)} distinct:")
     for i, g in enumerate(plan.groups, 1):

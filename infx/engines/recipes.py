@@ -215,6 +215,9 @@ def _glob_match(pattern: StrOrList, value: str | None) -> bool:
 @dataclass
 class RecipeSet:
     recipes: list[LoadedRecipe] = field(default_factory=list)
+    #: InferenceX bench scripts of the workspace (infx.engines.scripts.source.ScriptSource): the
+    #: recipe source of points that no typed recipe matches.
+    scripts: Any = None
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.recipes)
@@ -376,9 +379,19 @@ def load_layered_recipes(dirs: Sequence[str | Path]) -> RecipeSet:
 def workspace_recipes(recipes: str | Path | None = None, workspace: Workspace | None = None) -> RecipeSet:
     """The recipes a command uses: ``recipes`` when given (a directory, a file), else the built-in
     recipes overlaid with the workspace's ``recipes/`` (default: the current workspace)."""
-    if recipes is not None:
-        return load_recipes(recipes)
-    return load_layered_recipes((workspace or current_workspace()).recipe_dirs())
+    ws = workspace or current_workspace()
+    out = load_recipes(recipes) if recipes is not None else load_layered_recipes(ws.recipe_dirs())
+    out.scripts = workspace_scripts(ws)
+    return out
+
+
+def workspace_scripts(ws: Workspace) -> Any:
+    """The workspace's bench scripts (``benchmarks/single_node/``), or None when it has none."""
+    if not (ws.benchmarks_dir / "single_node").is_dir():
+        return None
+    from infx.engines.scripts.source import ScriptSource
+
+    return ScriptSource(root=ws.root, benchmarks=ws.paths.benchmarks)
 
 
 def recipe_files(recipes: str | Path | None = None, workspace: Workspace | None = None) -> list[Path]:

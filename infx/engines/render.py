@@ -151,6 +151,16 @@ def render_launch(
         hw = hardware_for_runner(point.runner)
     except UnknownHardware as exc:
         raise InfxError(f"point {point.point_id}: {exc}") from None
+    scripts = getattr(recipes, "scripts", None)
+    if scripts is not None and not recipes.candidates(point, hw.sku):
+        lookup = scripts.lookup(point)
+        if lookup is not None and lookup.path is not None:
+            from infx.engines.scripts.launch import script_launch
+
+            return script_launch(point, scripts, lookup, hw, port=port, runtime=runtime, options=options)
+        if lookup is not None:
+            raise InfxError(f"no recipe matches point {point.point_id} and it has no bench script "
+                            f"(tried {', '.join(lookup.tried)} under {scripts.root})")
     loaded = recipes.match(point, hw.sku)
     recipe = loaded.recipe
     adapter = ADAPTERS[recipe.engine]
@@ -294,6 +304,25 @@ def render_launch(
         consumed=sorted(consumed & set(point.to_row())),
         ignored=sorted(ignored),
     )
+
+
+def prefetch_scripts(points: list[Point] | tuple[Point, ...], recipes: RecipeSet) -> None:
+    """Render, in parallel and through the cache, the bench scripts of every point no typed recipe
+    matches (so rendering them one by one afterwards costs nothing)."""
+    scripts = getattr(recipes, "scripts", None)
+    if scripts is None:
+        return
+    todo = []
+    for p in points:
+        if p.multinode:
+            continue
+        try:
+            sku = hardware_for_runner(p.runner).sku
+        except UnknownHardware:
+            continue
+        if not recipes.candidates(p, sku):
+            todo.append(p)
+    scripts.prefetch(todo)
 
 
 def _repo_root() -> Path:

@@ -91,6 +91,9 @@ class ChangelogMetadata(BaseModel):
     base_ref: str
     head_ref: str
     entries: list[dict[str, Any]]
+    #: with ``--changed-launches``: per selected row, its bench script and the sha256 of the script and
+    #: of benchmark_lib.sh at the head revision (the hashes its rendered launch's fingerprint carries)
+    launches: list[dict[str, str]] | None = None
 
 
 class MatrixBuckets(BaseModel):

@@ -153,6 +153,10 @@ def preflight_points(
     opts = options or PreflightOptions()
     cards = cards or load_cards()
     evals = eval_coverage(points, opts.evals)
+    if recipes is not None and launches is None:
+        from infx.engines.render import prefetch_scripts
+
+        prefetch_scripts(list(points), recipes)
     digest_cache: dict[str, str | RegistryError] = {}
     out: list[PointVerdict] = []
     for point in points:

@@ -380,7 +380,7 @@ def _engine_settings(
 
 def _trt_options(args: Mapping[str, str | bool], files: Mapping[str, str]) -> dict[str, Any]:
     """The ``--extra_llm_api_options`` YAML of a TRT-LLM launch (from ``Launch.files``), or {}."""
-    name = args.get("extra-llm-api-options")
+    name = args.get("extra-llm-api-options") or args.get("config")  # trtllm-serve --config (newer spelling)
     text = files.get(str(name)) if isinstance(name, str) else None
     if text is None and len(files) == 1:
         text = next(iter(files.values()))

@@ -1,0 +1,202 @@
+"""Execute InferenceX bench scripts in a bubblewrap sandbox and record what they launch.
+
+One sandbox runs a batch of jobs (one script + environment each) through ``sandbox/driver.sh``:
+
+* no network (``--unshare-all``: net, pid, ipc, uts, user, cgroup), a throwaway tmpfs ``/workspace``,
+  ``/tmp`` and ``$HOME`` (``/root``), wiped between jobs; the workspace's ``benchmarks/`` read-only at
+  ``/workspace/benchmarks`` (where the workflow mounts it), the host's ``/usr`` read-only, nothing else;
+* the real ``benchmark_lib.sh`` sourced, then ``sandbox/overrides.sh`` (server waits, GPU monitor,
+  benchmark client, evals, installers replaced by recorders); a wrapper file bound over the lib does both;
+* ``sandbox/shim.sh`` first on PATH under the names of the server and its launchers (``vllm``,
+  ``python3``, ``trtllm-serve``, ``mpirun``, ...) and of tools that need GPUs or the network (``hf``,
+  ``nvidia-smi``, ``pip``, ...): it writes argv, environment and the files its arguments name to
+  ``/out/N/rec`` and exits 0;
+* each script under ``timeout``; the whole batch under a host-side limit too.
+
+When bubblewrap is missing or cannot start, :class:`SandboxUnavailable` is raised: never an
+unsandboxed run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+HERE = Path(__file__).parent / "sandbox"
+SHIM_NAMES = (
+    "vllm", "python", "python3", "trtllm-serve", "mpirun", "numactl", "hf", "huggingface-cli", "nvidia-smi",
+    "amd-smi", "rocm-smi", "rocminfo", "pip", "pip3", "uv", "uvx", "mooncake_master", "vllm-router",
+    "sglang-router", "sglang", "sleep", "sed", "curl", "wget", "git", "sudo", "docker", "apt-get", "modal", "lmcache_server", "aiperf",
+)
+DEFAULT_TIMEOUT_S = 20.0
+
+
+class SandboxUnavailable(RuntimeError):
+    pass
+
+
+class Record(BaseModel):
+    """One command a script ran (a shim) or one replaced library function it called."""
+
+    name: str  # vllm, python3, mpirun, client, replay, eval, install, hf, ...
+    kind: str  # server | client | replay | eval | install | aux
+    argv: list[str]
+    env: dict[str, str]
+    files: dict[str, str] = Field(default_factory=dict)  # path as the argv names it -> text
+
+
+class JobResult(BaseModel):
+    rc: int
+    log_tail: list[str]
+    records: list[Record]
+
+
+def _times_cpu(text: str) -> float:
+    """Seconds from bash's ``times`` output ("0m0.010s 0m0.020s" per line: shell, then children)."""
+    total = 0.0
+    for tok in text.split():
+        m, _, sec = tok.partition("m")
+        try:
+            total += int(m) * 60 + float(sec.rstrip("s"))
+        except ValueError:
+            continue
+    return total
+
+
+#: CPU seconds spent inside sandboxes by this process's run_jobs calls (bash ``times``; the host's
+#: rusage does not see through bubblewrap's PID namespace). Read by benchmarks/scripts_preflight.py.
+SANDBOX_CPU = {"seconds": 0.0}
+
+
+@lru_cache(maxsize=1)
+def sandbox_version() -> str:
+    """Hash of the sandbox's own files: part of every render's cache key."""
+    h = hashlib.sha256()
+    for name in ("shim.sh", "overrides.sh", "driver.sh", "bashenv.sh"):
+        h.update((HERE / name).read_bytes())
+    h.update(",".join(SHIM_NAMES).encode())
+    h.update(Path(__file__).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def bwrap_path() -> str:
+    exe = shutil.which("bwrap")
+    if exe is None:
+        raise SandboxUnavailable("bench scripts run only in a bubblewrap sandbox, and `bwrap` is not installed "
+                                 "(Debian/Ubuntu: apt-get install bubblewrap); no script was run")
+    return exe
+
+
+def _shim_dir(root: Path) -> Path:
+    """bin/ with the shim under every name, built once per sandbox version."""
+    d = root / f"sandbox-{sandbox_version()}"
+    if (d / "bin" / SHIM_NAMES[-1]).exists():
+        return d
+    tmp = Path(tempfile.mkdtemp(prefix="sandbox-", dir=root))
+    (tmp / "bin").mkdir()
+    shim = tmp / "shim.sh"
+    shutil.copy(HERE / "shim.sh", shim)
+    shim.chmod(0o755)
+    for n in SHIM_NAMES:
+        os.symlink("../shim.sh", tmp / "bin" / n)
+    for name in ("overrides.sh", "driver.sh", "bashenv.sh"):
+        shutil.copy(HERE / name, tmp / name)
+    (tmp / "real_benchmark_lib.sh").write_text("")  # mount point of the workspace's lib
+    (tmp / "lib.sh").write_text("source /infx/real_benchmark_lib.sh\nsource /infx/overrides.sh\n")
+    try:
+        tmp.rename(d)
+    except OSError:  # another process built it first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return d
+
+
+def _usr_binds() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for top in ("bin", "sbin", "lib", "lib64", "lib32"):
+        p = Path("/") / top
+        if p.is_symlink():
+            args += ["--symlink", os.readlink(p), f"/{top}"]
+        elif p.is_dir():
+            args += ["--ro-bind", str(p), f"/{top}"]
+    if Path("/etc/alternatives").is_dir():  # Debian's awk, python3 ... links point through it
+        args += ["--ro-bind", "/etc/alternatives", "/etc/alternatives"]
+    return args
+
+
+def run_jobs(benchmarks_dir: Path, jobs: list[tuple[str, dict[str, str]]], *, state_dir: Path,
+             timeout_s: float = DEFAULT_TIMEOUT_S) -> list[JobResult]:
+    """Run each (script path relative to the workspace root, env) in one sandbox; results in order."""
+    exe = bwrap_path()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    shims = _shim_dir(state_dir)
+    lib = benchmarks_dir / "benchmark_lib.sh"
+    with tempfile.TemporaryDirectory(prefix="infx-render-") as tmp:
+        jobs_dir, out_dir = Path(tmp) / "jobs", Path(tmp) / "out"
+        jobs_dir.mkdir()
+        out_dir.mkdir()
+        for i, (rel, env) in enumerate(jobs):
+            j = jobs_dir / f"{i:05d}"
+            j.mkdir()
+            (j / "script").write_text(rel)
+            full = {**env, "PATH": "/infx/bin:/usr/local/bin:/usr/bin:/bin", "HOME": "/root",
+                    "BASH_ENV": "/infx/bashenv.sh", "LANG": "C.UTF-8"}
+            (j / "env").write_bytes(b"".join(f"{k}={v}".encode() + b"\0" for k, v in full.items()))
+        argv = [exe, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+                "--setenv", "PATH", "/usr/bin:/bin", *_usr_binds(),
+                "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/root", "--tmpfs", "/workspace",
+                "--ro-bind", str(shims), "/infx",
+                "--ro-bind", str(benchmarks_dir), "/workspace/benchmarks"]
+        if lib.is_file():
+            argv += ["--ro-bind", str(lib), "/infx/real_benchmark_lib.sh",
+                     "--ro-bind", str(shims / "lib.sh"), "/workspace/benchmarks/benchmark_lib.sh"]
+        argv += ["--ro-bind", str(jobs_dir), "/jobs", "--bind", str(out_dir), "/out",
+                 "--chdir", "/workspace", "bash", "/infx/driver.sh", str(timeout_s)]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s * (len(jobs) + 1) + 10)
+        except subprocess.TimeoutExpired:
+            raise SandboxUnavailable(f"the render sandbox did not finish {len(jobs)} script(s) in time") from None
+        if proc.returncode != 0 and not any(out_dir.iterdir()):
+            err = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise SandboxUnavailable(f"the bubblewrap sandbox cannot start: {err}; no script was run")
+        if (out_dir / "times").is_file():
+            SANDBOX_CPU["seconds"] += _times_cpu((out_dir / "times").read_text())
+        return [_collect(out_dir / f"{i:05d}") for i in range(len(jobs))]
+
+
+def _split0(b: bytes) -> list[str]:
+    parts = b.split(b"\0")
+    if parts and parts[-1] == b"":
+        parts.pop()
+    return [p.decode("utf-8", "replace") for p in parts]
+
+
+def _collect(d: Path) -> JobResult:
+    if not (d / "rc").is_file():
+        return JobResult(rc=-1, log_tail=["the sandbox stopped before this script ran"], records=[])
+    rc = int((d / "rc").read_text().strip() or -1)
+    log = (d / "log").read_text(errors="replace").splitlines() if (d / "log").is_file() else []
+    records: list[Record] = []
+    rec = d / "rec"
+    kinds = sorted(rec.glob("*.kind")) if rec.is_dir() else []  # written last: a record is complete
+    for k in kinds:
+        pre = str(k)[: -len(".kind")]
+        try:
+            envf = Path(pre + ".env")
+            env = dict(kv.split("=", 1) for kv in _split0(envf.read_bytes()) if "=" in kv) if envf.is_file() else {}
+            files: dict[str, str] = {}
+            fm = Path(pre + ".filemap")
+            if fm.is_file():
+                for i, name in enumerate(_split0(fm.read_bytes())):
+                    files[name] = Path(f"{pre}.file.{i}").read_text(errors="replace")
+            records.append(Record(name=Path(pre + ".name").read_text(), kind=k.read_text(),
+                                  argv=_split0(Path(pre + ".argv").read_bytes()), env=env, files=files))
+        except (OSError, ValueError):
+            continue
+    return JobResult(rc=rc, log_tail=log, records=records)
