@@ -57,6 +57,16 @@ def render_summary(result: "BenchResult") -> None:
         lat.add_row(name, _fmt(s.mean), _fmt(s.median), _fmt(s.std), _fmt(s.p90), _fmt(s.p99), _fmt(s.p999), str(s.count))
     console.print(lat)
 
+    if result.stats:
+        unc = Table(title=_uncertainty_title(result))
+        for col in ("figure", "mean", "95% CI", "n", "samples"):
+            unc.add_column(col, justify="right" if col != "figure" else "left")
+        for key, e in result.stats.items():
+            cert = "" if e.certified is None or e.certified else " (uncertified)"
+            unc.add_row(key, _fmt(e.mean), f"{_fmt(e.lo)} - {_fmt(e.hi)}", str(e.n),
+                        ("-" if e.samples is None else str(e.samples)) + cert)
+        console.print(unc)
+
     chk = Table(title="integrity checks")
     chk.add_column("check")
     chk.add_column("status")
@@ -65,6 +75,14 @@ def render_summary(result: "BenchResult") -> None:
     for c in result.checks:
         chk.add_row(c.name, f"[{colors[c.status]}]{c.status}[/]", c.detail)
     console.print(chk)
+
+
+def _uncertainty_title(result: "BenchResult") -> str:
+    n = len(result.trials) or 1
+    method = next(iter(result.stats.values())).method
+    title = f"uncertainty: {n} trial(s), " + ("Student-t across trials" if method == "trials"
+                                             else "within-run bootstrap (underestimates run-to-run spread)")
+    return title + (f"; {result.stop_reason}" if result.stop_reason else "")
 
 
 def register(app: typer.Typer) -> None:
@@ -87,6 +105,11 @@ def register(app: typer.Typer) -> None:
         duration: Optional[float] = typer.Option(None, "--duration", help="Measure for S seconds instead of a request count."),
         warmup: Optional[str] = typer.Option(None, "--warmup", help="Warmup requests (N) or seconds (Ns), excluded from metrics."),
         seed: int = typer.Option(0, "--seed"),
+        trials: int = typer.Option(1, "--trials", help="Run the measured phase N times (warmup before the first only); "
+                                   "figures get a 95% Student-t interval across trials."),
+        max_trials: Optional[int] = typer.Option(None, "--max-trials", help="Adaptive: keep adding trials (from --trials) "
+                                                 "until the output tok/s CI half-width is within --ci-target, or M trials."),
+        ci_target: float = typer.Option(0.05, "--ci-target", help="Adaptive stop: CI half-width as a fraction of the mean."),
         dataset: str = typer.Option("random", "--dataset", help="random | sharegpt"),
         dataset_path: Optional[Path] = typer.Option(None, "--dataset-path", help="Local ShareGPT JSON/JSONL file."),
         input_len: int = typer.Option(1024, "--input-len", help="Random prompts: input tokens (exact under the tokenizer)."),
@@ -163,6 +186,9 @@ def register(app: typer.Typer) -> None:
                 warmup_requests=warm_n,
                 warmup_s=warm_s,
                 seed=seed,
+                trials=trials,
+                max_trials=max_trials,
+                ci_target=ci_target,
                 dataset=dataset,  # type: ignore[arg-type]
                 dataset_path=str(dataset_path) if dataset_path else None,
                 input_len=input_len,

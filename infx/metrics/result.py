@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from infx.metrics.uncertainty import Estimate
+
 SCHEMA_VERSION = 1
 
 
@@ -97,6 +99,18 @@ class Check(_Model):
     detail: str = ""
 
 
+class Trial(_Model):
+    """One trial of a point measured with ``--trials N`` (every trial is kept)."""
+
+    trial: int
+    started_at: float
+    ended_at: float
+    warmup: bool  # this trial was preceded by the point's warmup (only the first one is)
+    window_ns: tuple[int, int]
+    metrics: Metrics
+    checks: list[Check] = Field(default_factory=list)
+
+
 class BenchResult(_Model):
     schema_version: int = SCHEMA_VERSION
     complete: bool = True
@@ -108,3 +122,9 @@ class BenchResult(_Model):
     versions: dict[str, str] = Field(default_factory=dict)  # infx, server, python...
     point: dict[str, Any] | None = None  # the matrix row (infx.matrix.point.Point.to_row())
     extra: dict[str, Any] = Field(default_factory=dict)  # scenario-specific (agentic sessions...)
+    # added (issue 21): with --trials N, ``metrics`` pools every trial's requests (throughput over the
+    # summed trial windows) and ``trials`` keeps each one; ``stats`` holds each headline figure's
+    # mean and 95 % interval (across trials, or a within-run bootstrap for a single trial)
+    trials: list[Trial] = Field(default_factory=list)
+    stats: dict[str, Estimate] = Field(default_factory=dict)
+    stop_reason: str | None = None  # adaptive trials: why no further trial ran
