@@ -228,17 +228,22 @@ class AgenticCodingSearchSpaceEntry(_Conc):
 class SingleNodeFixedSeqLen(_Model):
     isl: int
     osl: int
+    # infx extension (issue 21): trials per point of this scenario (``infx run --trials`` overrides)
+    trials: int | None = Field(None, ge=1, strict=True)
     search_space: list[SingleNodeSearchSpaceEntry] = Field(alias="search-space")
 
 
 class MultiNodeFixedSeqLen(_Model):
     isl: int
     osl: int
+    # infx extension (issue 21): trials per point of this scenario (``infx run --trials`` overrides)
+    trials: int | None = Field(None, ge=1, strict=True)
     search_space: list[MultiNodeSearchSpaceEntry] = Field(alias="search-space")
 
 
 class AgenticCodingConfig(_Model):
     search_space: list[AgenticCodingSearchSpaceEntry] = Field(alias="search-space")
+    trials: int | None = Field(None, ge=1, strict=True)  # infx extension (issue 21)
     dram_utilization: float | None = Field(None, alias="dram-utilization", gt=0, le=1)
 
     @model_validator(mode="after")

@@ -34,6 +34,30 @@ def select_points(
     return [Point.from_row(r) for r in rows]
 
 
+def scenario_trials(config_files: Sequence[str | Path], runner_config: str | Path,
+                    config_keys: Sequence[str]) -> dict[str, int]:
+    """point-id -> ``trials:`` of the catalog scenario the point comes from (only points whose
+    scenario declares it; ``fixed-seq-len`` items are matched on isl/osl)."""
+    from infx.catalog.loader import load_catalog_and_runners
+    from infx.matrix.generate import resolve_keys, test_config_rows
+
+    catalog, runners = load_catalog_and_runners(config_files, runner_config)
+    out: dict[str, int] = {}
+    for key in resolve_keys(catalog, list(config_keys)):
+        entry = catalog.entries[key]
+        sc = entry.scenarios
+        fixed = {(f.isl, f.osl): f.trials for f in sc.fixed_seq_len if f.trials}
+        agentic = next((a.trials for a in sc.agentic_coding if a.trials), None)
+        if not fixed and agentic is None:
+            continue
+        for row in test_config_rows(catalog, runners, [key]):
+            p = Point.from_row(row)
+            n = agentic if p.is_agentic else fixed.get((p.isl, p.osl))
+            if n:
+                out[p.point_id] = n
+    return out
+
+
 def keyed_points(
     config_files: Sequence[str | Path],
     runner_config: str | Path,

@@ -69,6 +69,11 @@ def register(app: typer.Typer) -> None:
         max_error_rate: float = typer.Option(0.0, "--max-error-rate", help="A point with more failed requests "
                                              "than this fraction is failed (its result is kept)."),
         prompts_per_conc: int = typer.Option(10, "--prompts-per-conc", help="Requests per point = conc x this."),
+        trials: Optional[int] = typer.Option(None, "--trials", help="Trials per point (warmup before the first only); "
+                                             "default: the catalog scenario's trials:, else 1."),
+        max_trials: Optional[int] = typer.Option(None, "--max-trials", help="Adaptive: add trials until the output "
+                                                 "tok/s 95% CI half-width is within --ci-target, at most M."),
+        ci_target: float = typer.Option(0.05, "--ci-target", help="Adaptive stop: CI half-width / mean."),
         preflight: bool = typer.Option(True, "--preflight/--no-preflight", help="Gate points with the preflight "
                                        "checks (a rejected point is skipped, never launched)."),
         agentic_traces: Optional[Path] = typer.Option(None, "--agentic-traces", help="Trace file (weka JSONL) "
@@ -107,6 +112,14 @@ def register(app: typer.Typer) -> None:
 
         ws = current()
 
+        if trials is not None and trials < 1:
+            raise InfxError(Diagnostic(f"--trials must be >= 1, not {trials}", path=("--trials",)))
+        if max_trials is not None and max_trials < max(trials or 1, 2):
+            raise InfxError(Diagnostic(f"--max-trials must be >= 2 and >= --trials, not {max_trials}",
+                                       path=("--max-trials",)))
+        if not 0 < ci_target < 1:
+            raise InfxError(Diagnostic(f"--ci-target must be a fraction in (0, 1), not {ci_target}",
+                                       path=("--ci-target",)))
         if backend not in ("local", "slurm"):
             raise InfxError(Diagnostic(f"--backend must be local or slurm, not {backend!r}"))
         if gpu_telemetry not in ("auto", "nvidia", "amd", "none"):
@@ -150,7 +163,8 @@ def register(app: typer.Typer) -> None:
             baseline_run=baseline_run, description=description,
             telemetry=TelemetryOptions(enabled=telemetry, gpu=gpu_telemetry),  # type: ignore[arg-type]
             preflight=preflight, load=LoadProfile(
-                prompts_per_conc=prompts_per_conc, agentic_traces=str(agentic_traces.resolve()) if agentic_traces
+                prompts_per_conc=prompts_per_conc, trials=trials, max_trials=max_trials, ci_target=ci_target,
+                agentic_traces=str(agentic_traces.resolve()) if agentic_traces
                 else None, agentic_duration_s=agentic_duration))
         prep = prepare(req)
         if dry_run:

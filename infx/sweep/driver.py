@@ -263,6 +263,12 @@ def _config_keys_of(request: RunRequest, wanted: set[str]) -> dict[str, str]:
 def prepare(request: RunRequest, *, points: list[Point] | None = None,
             render: Callable[[Point], Any] | None = None) -> Prepared:
     pts = points if points is not None else select(request)
+    if points is None and request.changelog is None and request.config_keys and request.load.trials is None:
+        from infx.matrix.select import scenario_trials
+
+        by_point = scenario_trials(request.config_files, request.runner_config, request.config_keys)
+        if by_point:
+            request = request.model_copy(update={"load": request.load.model_copy(update={"trials_by_point": by_point})})
     from infx.sweep.evalbridge import eval_launch_point
 
     pts = [eval_launch_point(p) for p in pts]  # eval-only points launch at the eval context
