@@ -5,13 +5,14 @@ lengths) and *arms* (how: topology, speculative decoding, KV offloading) whose f
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from infx.analysis.perrole import is_disagg
 from infx.analysis.perrole import per_gpu as role_per_gpu
 from infx.analysis.perrole import per_node as role_per_node
 from infx.diagnostics import Diagnostic, InfxError
+
+if TYPE_CHECKING:
+    from infx.metrics.uncertainty import Estimate
 
 XMetric = Literal["interactivity", "interactivity_p90"]
 YMetric = Literal["total", "output", "energy"]  # energy: output tokens per joule (whole deployment)
@@ -116,6 +120,19 @@ class Measured:
         return is_disagg(self.prefill_gpus, self.decode_gpus)
     # telemetry: InferenceX's joules_per_output_token (GPU energy); None unless the point's power was valid
     joules_per_output_token: float | None = None
+    # issue 21: trials behind the figures and result.json ``stats`` (mean + 95 % interval per figure), as JSON
+    trials: int = 1
+    stats_json: str | None = None
+
+    def estimate(self, key: str) -> "Estimate | None":
+        """The interval of one headline figure (``output_tok_per_s``, ``interactivity_median``...),
+        if the result carried one (results from before issue 21 did not)."""
+        if not self.stats_json:
+            return None
+        from infx.metrics.uncertainty import Estimate
+
+        raw = _parse_stats(self.stats_json).get(key)
+        return Estimate.model_validate(raw) if raw else None
 
     @property
     def output_tok_per_j(self) -> float | None:
@@ -153,7 +170,7 @@ SELECT p.run_id, p.point_id, p.model_prefix, p.precision, p.hardware, p.framewor
        r.interactivity_median, r.interactivity_p90, r.output_tok_per_s, r.total_tok_per_s,
        r.ttft_median, r.ttft_p90, r.ttft_p99, r.tpot_median, r.itl_median, r.itl_p90, r.itl_p99,
        r.e2el_median, r.e2el_p90, r.success_rate, s.kv_cache_tokens, p.prefill_gpus, p.decode_gpus, p.disagg,
-       r.checks_json, t.joules_per_output_token
+       r.checks_json, t.joules_per_output_token, r.trials, r.stats_json
 FROM points p JOIN results r ON r.run_id = p.run_id AND r.point_id = p.point_id
 LEFT JOIN startup s ON s.run_id = p.run_id AND s.point_id = p.point_id
 LEFT JOIN telemetry t ON t.run_id = p.run_id AND t.point_id = p.point_id AND t.power_valid = 1
@@ -203,6 +220,8 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
     if store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='telemetry'").fetchone() is None:
         # a database from before the telemetry table (read-only: not migrated): no energy figures
         sql = sql.replace("t.joules_per_output_token", "NULL").replace(_TELEMETRY_JOIN, "")
+    if "stats_json" not in {r[1] for r in store.conn.execute("PRAGMA table_info(results)")}:
+        sql = sql.replace("r.trials, r.stats_json", "1, NULL")  # a database from before issue 21 (read-only)
     if run_ids is not None:
         sql += f" AND p.run_id IN ({', '.join('?' * len(run_ids))})"
         args = tuple(run_ids)
@@ -225,6 +244,8 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
         arm = arms.get(ak)
         if arm is None:
             arm = arms[ak] = ArmKey(*ak)
+        trials, stats = row[-2], row[-1]
+        row = row[:-2]
         metrics = list(row[16:-5])
         pg, dg = (row[-5], row[-4]) if row[-3] else (None, None)
         buffered = streaming_warned(row[-2])
@@ -232,8 +253,13 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
             metrics[1] = metrics[2] = None  # interactivity median / P90: from a burst, not a stream
         out.append(Measured(run_id, row[1], workload, arm, runner, row[13], row[14], row[15], nodes[key], *metrics,
                             buffered_stream=buffered, prefill_gpus=pg, decode_gpus=dg,
-                            joules_per_output_token=row[-1]))
+                            joules_per_output_token=row[-1], trials=trials or 1, stats_json=stats))
     return out
+
+
+@functools.lru_cache(maxsize=65536)
+def _parse_stats(text: str) -> dict[str, dict[str, object]]:
+    return json.loads(text)
 
 
 def streaming_warned(checks_json: str | None) -> bool:

@@ -114,6 +114,19 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             name TEXT NOT NULL, source TEXT NOT NULL, agg_json TEXT NOT NULL,
             PRIMARY KEY (run_id, point_id))""",
     ]),
+    (7, [  # issue 21: trials and confidence intervals (every trial kept; result.json ``stats`` as JSON)
+        "ALTER TABLE results ADD COLUMN trials INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE results ADD COLUMN stats_json TEXT",
+        """CREATE TABLE trials (
+            run_id TEXT NOT NULL, point_id TEXT NOT NULL, trial INTEGER NOT NULL,
+            started_at REAL, ended_at REAL, warmup INTEGER NOT NULL, duration_s REAL,
+            issued INTEGER, completed INTEGER, failed INTEGER,
+            request_per_s REAL, output_tok_per_s REAL, total_tok_per_s REAL,
+            interactivity_median REAL, interactivity_p90 REAL,
+            ttft_median REAL, ttft_p90 REAL, ttft_p99 REAL, tpot_median REAL, tpot_p90 REAL,
+            itl_median REAL, e2el_median REAL, e2el_p90 REAL,
+            PRIMARY KEY (run_id, point_id, trial))""",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -124,7 +137,12 @@ _RESULT_COLS = (
     "interactivity_median", "interactivity_p90",
     "ttft_median", "ttft_p90", "ttft_p99", "tpot_median", "tpot_p90", "tpot_p99",
     "itl_median", "itl_p90", "itl_p99", "e2el_median", "e2el_p90", "e2el_p99",
-    "error_classes_json", "checks_json", "versions_json",
+    "error_classes_json", "checks_json", "versions_json", "trials", "stats_json",
+)
+_TRIAL_COLS = (
+    "run_id", "point_id", "trial", "started_at", "ended_at", "warmup", "duration_s", "issued", "completed", "failed",
+    "request_per_s", "output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90",
+    "ttft_median", "ttft_p90", "ttft_p99", "tpot_median", "tpot_p90", "itl_median", "e2el_median", "e2el_p90",
 )
 _POINT_COLS = (
     "run_id", "point_id", "digest", "model", "model_prefix", "hardware", "runner", "framework",
@@ -150,6 +168,7 @@ _POINT_TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("telemetry", _TELEMETRY_COLS, "telemetry"),
     ("evals", EVAL_COLS, "evals"),
     ("eval_answers", ANSWER_COLS, "answers"),
+    ("trials", _TRIAL_COLS, "trials"),
 )
 
 
@@ -164,6 +183,7 @@ class _Rows:
         self.telemetry: list[tuple[Any, ...]] = []
         self.evals: list[tuple[Any, ...]] = []
         self.answers: list[tuple[Any, ...]] = []
+        self.trials: list[tuple[Any, ...]] = []
         self._topology: dict[tuple[Any, ...], str] = {}
         self._json: dict[tuple[Any, ...], str] = {}  # small JSON columns repeat: encode each once
 
@@ -213,7 +233,16 @@ class _Rows:
                 m.itl_ms.median, m.itl_ms.p90, m.itl_ms.p99,
                 m.e2el_ms.median, m.e2el_ms.p90, m.e2el_ms.p99,
                 self._json_map(m.error_classes),
-                self._json_checks(r), self._json_map(r.versions)))
+                self._json_checks(r), self._json_map(r.versions), max(1, len(r.trials)),
+                json.dumps({k: e.model_dump(mode="json") for k, e in r.stats.items()}) if r.stats else None))
+            for tr in r.trials:
+                tm, tt = tr.metrics, tr.metrics.throughput
+                self.trials.append((
+                    *key, tr.trial, tr.started_at, tr.ended_at, int(tr.warmup), tt.duration_s,
+                    tm.issued, tm.completed, tm.failed, tt.request_per_s, tt.output_tok_per_s, tt.total_tok_per_s,
+                    tm.interactivity_median, tm.interactivity_p90, tm.ttft_ms.median, tm.ttft_ms.p90,
+                    tm.ttft_ms.p99, tm.tpot_ms.median, tm.tpot_ms.p90, tm.itl_ms.median, tm.e2el_ms.median,
+                    tm.e2el_ms.p90))
             trow = telemetry_row(b.run_id, p.point_id, r.extra)
             if trow is not None:
                 self.telemetry.append(trow)
