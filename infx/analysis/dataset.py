@@ -334,8 +334,35 @@ class ArmSeries:
     def ys(self) -> np.ndarray:
         return np.array([_nan(m.throughput(self.y_metric, self.norm)) for m in self.points], dtype=float)
 
+    def errors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per point: relative standard error of y (NaN: no interval), its degrees of freedom
+        (inf: within-run bootstrap, normal) and the trials behind it."""
+        key = Y_COLUMNS.get(self.y_metric) if self.y_metric != "energy" else None
+        n = len(self.points)
+        rel, df, tr = np.full(n, np.nan), np.full(n, np.inf), np.ones(n)
+        for i, m in enumerate(self.points):
+            e = m.estimate(key) if key else None
+            tr[i] = m.trials
+            if e is None or e.se is None or not e.mean:
+                continue
+            rel[i] = e.se / abs(e.mean)
+            df[i] = e.df if e.df else math.inf
+            tr[i] = e.n
+        return rel, df, tr
+
     def frontier(self) -> StepFrontier:
-        return StepFrontier.build(self.xs, self.ys, X_AXES[self.x_metric].direction, Direction.MAX)
+        rel, df, tr = self.errors()
+        return StepFrontier.build(self.xs, self.ys, X_AXES[self.x_metric].direction, Direction.MAX,
+                                  rel_se=rel, df=df, trials=tr)
+
+    def by_conc(self) -> dict[int, tuple[float, float, float, float]]:
+        """conc -> (y, relative se, df, trials) of the arm's points (first point of each conc)."""
+        rel, df, tr = self.errors()
+        out: dict[int, tuple[float, float, float, float]] = {}
+        for i, (m, y) in enumerate(zip(self.points, self.ys.tolist())):
+            if not math.isnan(y):
+                out.setdefault(m.conc, (y, float(rel[i]), float(df[i]), float(tr[i])))
+        return out
 
 
 def _nan(v: float | None) -> float:

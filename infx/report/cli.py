@@ -76,6 +76,8 @@ def register(app: typer.Typer) -> None:
         at: Annotated[str | None, typer.Option("--at", help="Interactivity targets, e.g. 10,20,40 "
                                                               "(default: a ladder across the measured range).")] = None,
         ladder: Annotated[int, typer.Option("--ladder", min=2, help="Ladder size when --at is not given.")] = 10,
+        margin: Annotated[float, typer.Option("--margin", help="Equivalence margin (fraction): 'equivalent within "
+                                                                "+-m' by two one-sided tests (default 0.05).")] = 0.05,
         gpus_per_node: GpnOpt = None,
         runners: RunnersOpt = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
@@ -91,6 +93,9 @@ def register(app: typer.Typer) -> None:
                                      ("--x", x, ("interactivity", "interactivity_p90"))):
             if value not in allowed:
                 raise InfxError(Diagnostic(f"{name}: expected one of {', '.join(allowed)}, got {value!r}"))
+        if not 0 < margin < 1:
+            raise InfxError(Diagnostic(f"--margin must be a fraction in (0, 1) such as 0.05, not {margin}",
+                                       path=("--margin",)))
         targets = _parse_targets(at)
         store = _open_store(results_root(results), quiet=as_json)
         try:
@@ -118,13 +123,13 @@ def register(app: typer.Typer) -> None:
             from infx.analysis.aggdisagg import compare_agg_disagg
 
             cs = compare_agg_disagg(measured, run_id, x_metric=x, y_metric=metric, norm=per, at=targets,
-                                    ladder_points=ladder)
+                                    ladder_points=ladder, margin=margin)
         elif baseline:
             cs = compare_runs(measured, run_id, baseline, arm=arm, x_metric=x, y_metric=metric, norm=per,
-                              at=targets, ladder_points=ladder)
+                              at=targets, ladder_points=ladder, margin=margin)
         else:
             cs = compare_arms(measured, run_id, arm_a, arm_b, x_metric=x, y_metric=metric, norm=per,
-                              at=targets, ladder_points=ladder)
+                              at=targets, ladder_points=ladder, margin=margin)
         cs.accuracy = accuracy
         if as_json:
             if published is not None:

@@ -115,7 +115,10 @@ def _one_comparison(c: Comparison) -> str:
     unit = f"<br><small>{_e(c.y_label)}</small>"
     table = (f'<table class="ladder"><tr><th>{_e(c.x_label)} ({_e(c.x_unit)})</th><th>A: {_e(c.a_label)}{unit}</th>'
              f"<th>B: {_e(c.b_label)}{unit}</th><th>ratio A/B</th><th>note</th></tr>{rows}</table>")
-    return f'{head}<ul class="verdict">{verdict}</ul>{table}'
+    shape = [r.text for r in c.ranges] + [x.text for x in c.crossovers]
+    shape_html = (f'<p class="shape"><small>point estimates only (step frontiers, noise not weighed): '
+                  f'{_e("; ".join(shape))}</small></p>' if shape else "")
+    return f'{head}<ul class="verdict">{verdict}</ul>{shape_html}{table}'
 
 
 def point_table(data: ReportData, files_url: str | None = None) -> str:
