@@ -350,10 +350,20 @@ class ArmSeries:
             tr[i] = e.n
         return rel, df, tr
 
+    def x_errors(self) -> np.ndarray:
+        """Relative standard error of each point's x (interactivity); 0 where none is known."""
+        key = "interactivity_median" if self.x_metric == "interactivity" else "interactivity_p90"
+        out = np.zeros(len(self.points))
+        for i, m in enumerate(self.points):
+            e = m.estimate(key)
+            if e is not None and e.se is not None and e.mean:
+                out[i] = e.se / abs(e.mean)
+        return out
+
     def frontier(self) -> StepFrontier:
         rel, df, tr = self.errors()
         return StepFrontier.build(self.xs, self.ys, X_AXES[self.x_metric].direction, Direction.MAX,
-                                  rel_se=rel, df=df, trials=tr)
+                                  rel_se=rel, df=df, trials=tr, x_rel_se=self.x_errors())
 
     def by_conc(self) -> dict[int, tuple[float, float, float, float]]:
         """conc -> (y, relative se, df, trials) of the arm's points (first point of each conc)."""

@@ -90,12 +90,14 @@ class StepFrontier:
     rel_se: np.ndarray | None = None
     df: np.ndarray | None = None
     trials: np.ndarray | None = None
+    x_rel_se: np.ndarray | None = None  # relative standard error of x (interactivity) per frontier point
 
     @classmethod
     def build(cls, x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
               x_dir: Direction = Direction.MAX, y_dir: Direction = Direction.MAX, *,
               rel_se: Sequence[float] | np.ndarray | None = None, df: Sequence[float] | np.ndarray | None = None,
-              trials: Sequence[int] | np.ndarray | None = None) -> StepFrontier:
+              trials: Sequence[int] | np.ndarray | None = None,
+              x_rel_se: Sequence[float] | np.ndarray | None = None) -> StepFrontier:
         xa = np.asarray(x, dtype=float)
         ya = np.asarray(y, dtype=float)
         mask = pareto_mask(xa, ya, x_dir, y_dir)
@@ -103,7 +105,7 @@ class StepFrontier:
         fx, fy = xa[mask], ya[mask]
         order = np.argsort(fx, kind="stable")
         fx, fy = fx[order], fy[order]
-        extra = [None if v is None else np.asarray(v, dtype=float)[mask][order] for v in (rel_se, df, trials)]
+        extra = [None if v is None else np.asarray(v, dtype=float)[mask][order] for v in (rel_se, df, trials, x_rel_se)]
         if fx.size:
             uniq = np.concatenate(([True], fx[1:] != fx[:-1]))
             fx, fy = fx[uniq], fy[uniq]
@@ -137,6 +139,11 @@ class StepFrontier:
         y = (1 - w) * ys[i] + w * ys[j]
         va = ((1 - w) * ys[i] * rs[i]) ** 2
         vb = (w * ys[j] * rs[j]) ** 2
+        if self.x_rel_se is not None:  # x is measured too: its error moves y along the segment's slope
+            slope = (ys[j] - ys[i]) / (xs[j] - xs[i])
+            xr = np.nan_to_num(self.x_rel_se, nan=0.0)
+            va += (slope * (1 - w) * xs[i] * xr[i]) ** 2
+            vb += (slope * w * xs[j] * xr[j]) ** 2
         se = math.sqrt(va + vb) / y if y else math.nan
         den = (va * va / ds[i] if math.isfinite(ds[i]) else 0.0) + (vb * vb / ds[j] if math.isfinite(ds[j]) else 0.0)
         df = (va + vb) ** 2 / den if den > 0 else math.inf
