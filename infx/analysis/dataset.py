@@ -5,7 +5,6 @@ lengths) and *arms* (how: topology, speculative decoding, KV offloading) whose f
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from collections import defaultdict
@@ -122,17 +121,24 @@ class Measured:
     joules_per_output_token: float | None = None
     # issue 21: trials behind the figures and result.json ``stats`` (mean + 95 % interval per figure), as JSON
     trials: int = 1
-    stats_json: str | None = None
+    # (method, df, lo/hi/se of output tok/s, total tok/s, interactivity median, interactivity P90)
+    ci: tuple[object, ...] | None = None
 
     def estimate(self, key: str) -> "Estimate | None":
-        """The interval of one headline figure (``output_tok_per_s``, ``interactivity_median``...),
-        if the result carried one (results from before issue 21 did not)."""
-        if not self.stats_json:
+        """The interval of one headline figure (``output_tok_per_s``, ``total_tok_per_s``,
+        ``interactivity_median``, ``interactivity_p90``), if the result carried one (results from
+        before issue 21 did not)."""
+        if self.ci is None or self.ci[0] is None or key not in _CI_KEYS:
+            return None
+        i = 2 + 3 * _CI_KEYS.index(key)
+        lo, hi, se = self.ci[i:i + 3]
+        mean = {"output_tok_per_s": self.output_tok_per_s, "total_tok_per_s": self.total_tok_per_s,
+                "interactivity_median": self.interactivity_median, "interactivity_p90": self.interactivity_p90}[key]
+        if lo is None or hi is None or mean is None:
             return None
         from infx.metrics.uncertainty import Estimate
 
-        raw = _parse_stats(self.stats_json).get(key)
-        return Estimate.model_validate(raw) if raw else None
+        return Estimate(mean=mean, lo=lo, hi=hi, n=self.trials, method=self.ci[0], se=se, df=self.ci[1])  # type: ignore[arg-type]
 
     @property
     def output_tok_per_j(self) -> float | None:
@@ -170,7 +176,11 @@ SELECT p.run_id, p.point_id, p.model_prefix, p.precision, p.hardware, p.framewor
        r.interactivity_median, r.interactivity_p90, r.output_tok_per_s, r.total_tok_per_s,
        r.ttft_median, r.ttft_p90, r.ttft_p99, r.tpot_median, r.itl_median, r.itl_p90, r.itl_p99,
        r.e2el_median, r.e2el_p90, r.success_rate, s.kv_cache_tokens, p.prefill_gpus, p.decode_gpus, p.disagg,
-       r.checks_json, t.joules_per_output_token, r.trials, r.stats_json
+       r.checks_json, t.joules_per_output_token, r.trials, r.stats_method, r.stats_df,
+       r.output_tok_per_s_lo, r.output_tok_per_s_hi, r.output_tok_per_s_se,
+       r.total_tok_per_s_lo, r.total_tok_per_s_hi, r.total_tok_per_s_se,
+       r.interactivity_median_lo, r.interactivity_median_hi, r.interactivity_median_se,
+       r.interactivity_p90_lo, r.interactivity_p90_hi, r.interactivity_p90_se
 FROM points p JOIN results r ON r.run_id = p.run_id AND r.point_id = p.point_id
 LEFT JOIN startup s ON s.run_id = p.run_id AND s.point_id = p.point_id
 LEFT JOIN telemetry t ON t.run_id = p.run_id AND t.point_id = p.point_id AND t.power_valid = 1
@@ -220,8 +230,10 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
     if store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='telemetry'").fetchone() is None:
         # a database from before the telemetry table (read-only: not migrated): no energy figures
         sql = sql.replace("t.joules_per_output_token", "NULL").replace(_TELEMETRY_JOIN, "")
-    if "stats_json" not in {r[1] for r in store.conn.execute("PRAGMA table_info(results)")}:
-        sql = sql.replace("r.trials, r.stats_json", "1, NULL")  # a database from before issue 21 (read-only)
+    if "stats_method" not in {r[1] for r in store.conn.execute("PRAGMA table_info(results)")}:
+        # a database from before issue 21 (read-only: not migrated): one trial, no intervals
+        head, _, tail = sql.partition("r.trials, r.stats_method")
+        sql = head + "1" + ", NULL" * 14 + "\nFROM" + tail.split("FROM", 1)[1]
     if run_ids is not None:
         sql += f" AND p.run_id IN ({', '.join('?' * len(run_ids))})"
         args = tuple(run_ids)
@@ -244,8 +256,8 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
         arm = arms.get(ak)
         if arm is None:
             arm = arms[ak] = ArmKey(*ak)
-        trials, stats = row[-2], row[-1]
-        row = row[:-2]
+        trials, ci = row[-15], row[-14:]
+        row = row[:-15]
         metrics = list(row[16:-5])
         pg, dg = (row[-5], row[-4]) if row[-3] else (None, None)
         buffered = streaming_warned(row[-2])
@@ -253,13 +265,12 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
             metrics[1] = metrics[2] = None  # interactivity median / P90: from a burst, not a stream
         out.append(Measured(run_id, row[1], workload, arm, runner, row[13], row[14], row[15], nodes[key], *metrics,
                             buffered_stream=buffered, prefill_gpus=pg, decode_gpus=dg,
-                            joules_per_output_token=row[-1], trials=trials or 1, stats_json=stats))
+                            joules_per_output_token=row[-1], trials=trials or 1,
+                            ci=ci if ci[0] is not None else None))
     return out
 
 
-@functools.lru_cache(maxsize=65536)
-def _parse_stats(text: str) -> dict[str, dict[str, object]]:
-    return json.loads(text)
+_CI_KEYS = ("output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90")
 
 
 def streaming_warned(checks_json: str | None) -> bool:

@@ -116,7 +116,10 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     ]),
     (7, [  # issue 21: trials and confidence intervals (every trial kept; result.json ``stats`` as JSON)
         "ALTER TABLE results ADD COLUMN trials INTEGER NOT NULL DEFAULT 1",
-        "ALTER TABLE results ADD COLUMN stats_json TEXT",
+        "ALTER TABLE results ADD COLUMN stats_method TEXT",  # trials | within-run (NULL: no intervals)
+        "ALTER TABLE results ADD COLUMN stats_df REAL",  # degrees of freedom (NULL: normal, within-run)
+        *(f"ALTER TABLE results ADD COLUMN {k}_{part} REAL" for k in ("output_tok_per_s", "total_tok_per_s",
+          "interactivity_median", "interactivity_p90") for part in ("lo", "hi", "se")),
         """CREATE TABLE trials (
             run_id TEXT NOT NULL, point_id TEXT NOT NULL, trial INTEGER NOT NULL,
             started_at REAL, ended_at REAL, warmup INTEGER NOT NULL, duration_s REAL,
@@ -137,8 +140,12 @@ _RESULT_COLS = (
     "interactivity_median", "interactivity_p90",
     "ttft_median", "ttft_p90", "ttft_p99", "tpot_median", "tpot_p90", "tpot_p99",
     "itl_median", "itl_p90", "itl_p99", "e2el_median", "e2el_p90", "e2el_p99",
-    "error_classes_json", "checks_json", "versions_json", "trials", "stats_json",
+    "error_classes_json", "checks_json", "versions_json", "trials", "stats_method", "stats_df",
+    *(f"{k}_{part}" for k in ("output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90")
+      for part in ("lo", "hi", "se")),
 )
+_CI_KEYS = ("output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90")
+_NO_CI = (None,) * (2 + 3 * len(_CI_KEYS))
 _TRIAL_COLS = (
     "run_id", "point_id", "trial", "started_at", "ended_at", "warmup", "duration_s", "issued", "completed", "failed",
     "request_per_s", "output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90",
@@ -233,8 +240,7 @@ class _Rows:
                 m.itl_ms.median, m.itl_ms.p90, m.itl_ms.p99,
                 m.e2el_ms.median, m.e2el_ms.p90, m.e2el_ms.p99,
                 self._json_map(m.error_classes),
-                self._json_checks(r), self._json_map(r.versions), max(1, len(r.trials)),
-                json.dumps({k: e.model_dump(mode="json") for k, e in r.stats.items()}) if r.stats else None))
+                self._json_checks(r), self._json_map(r.versions), max(1, len(r.trials)), *_ci_columns(r)))
             for tr in r.trials:
                 tm, tt = tr.metrics, tr.metrics.throughput
                 self.trials.append((
@@ -256,6 +262,20 @@ class _Rows:
             row, answers = eval_rows(b.run_id, p.point_id, b.evaluation)
             self.evals.append(row)
             self.answers.extend(answers)
+
+
+def _ci_columns(r: BenchResult) -> tuple[Any, ...]:
+    """(method, df, then lo/hi/se of each of ``_CI_KEYS``) of a result's intervals; the full
+    ``stats`` (every figure, per-trial values) stays in result.json."""
+    st = r.stats
+    if not st:
+        return _NO_CI
+    first = next(iter(st.values()))
+    out: list[Any] = [first.method, first.df]
+    for k in _CI_KEYS:
+        e = st.get(k)
+        out += (None, None, None) if e is None else (e.lo, e.hi, e.se)
+    return tuple(out)
 
 
 # --------------------------------------------------------------------------- identity
