@@ -270,3 +270,15 @@ def test_margin_validation() -> None:
     a = StepFrontier.build([10, 20], [1000, 500])
     with pytest.raises(ValueError, match="margin"):
         compare_frontiers(a, a, a_label="A", b_label="B", margin=-0.05)
+
+
+def test_compare_cli_rejects_a_negative_margin(seed_results: ResultsDir) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from infx.report.cli import register
+
+    app = typer.Typer()
+    register(app)
+    r = CliRunner().invoke(app, ["compare", str(seed_results.root), "--margin", "-0.05"])
+    assert r.exit_code == 2 and "--margin must be a fraction" in r.output and "Traceback" not in r.output
