@@ -121,7 +121,7 @@ class Measured:
     joules_per_output_token: float | None = None
     # issue 21: trials behind the figures and result.json ``stats`` (mean + 95 % interval per figure), as JSON
     trials: int = 1
-    # (method, df, lo/hi/se of output tok/s, total tok/s, interactivity median, interactivity P90)
+    # (method, df, lo/hi of output tok/s, total tok/s, interactivity median, interactivity P90)
     ci: tuple[object, ...] | None = None
 
     def estimate(self, key: str) -> "Estimate | None":
@@ -130,15 +130,18 @@ class Measured:
         before issue 21 did not)."""
         if self.ci is None or self.ci[0] is None or key not in _CI_KEYS:
             return None
-        i = 2 + 3 * _CI_KEYS.index(key)
-        lo, hi, se = self.ci[i:i + 3]
+        i = 2 + 2 * _CI_KEYS.index(key)
+        lo, hi = self.ci[i], self.ci[i + 1]
         mean = {"output_tok_per_s": self.output_tok_per_s, "total_tok_per_s": self.total_tok_per_s,
                 "interactivity_median": self.interactivity_median, "interactivity_p90": self.interactivity_p90}[key]
         if lo is None or hi is None or mean is None:
             return None
-        from infx.metrics.uncertainty import Estimate
+        from infx.metrics.uncertainty import CONFIDENCE, Estimate, t_critical
 
-        return Estimate(mean=mean, lo=lo, hi=hi, n=self.trials, method=self.ci[0], se=se, df=self.ci[1])  # type: ignore[arg-type]
+        method, df = self.ci[0], self.ci[1]
+        # the standard error behind the interval: half-width / t (trials) or / z (within-run bootstrap)
+        se = (float(hi) - float(lo)) / 2 / t_critical(float(df) if df else math.inf, CONFIDENCE)  # type: ignore[arg-type]
+        return Estimate(mean=mean, lo=lo, hi=hi, n=self.trials, method=method, se=se, df=df)  # type: ignore[arg-type]
 
     @property
     def output_tok_per_j(self) -> float | None:
@@ -177,10 +180,8 @@ SELECT p.run_id, p.point_id, p.model_prefix, p.precision, p.hardware, p.framewor
        r.ttft_median, r.ttft_p90, r.ttft_p99, r.tpot_median, r.itl_median, r.itl_p90, r.itl_p99,
        r.e2el_median, r.e2el_p90, r.success_rate, s.kv_cache_tokens, p.prefill_gpus, p.decode_gpus, p.disagg,
        r.checks_json, t.joules_per_output_token, r.trials, r.stats_method, r.stats_df,
-       r.output_tok_per_s_lo, r.output_tok_per_s_hi, r.output_tok_per_s_se,
-       r.total_tok_per_s_lo, r.total_tok_per_s_hi, r.total_tok_per_s_se,
-       r.interactivity_median_lo, r.interactivity_median_hi, r.interactivity_median_se,
-       r.interactivity_p90_lo, r.interactivity_p90_hi, r.interactivity_p90_se
+       r.output_tok_per_s_lo, r.output_tok_per_s_hi, r.total_tok_per_s_lo, r.total_tok_per_s_hi,
+       r.interactivity_median_lo, r.interactivity_median_hi, r.interactivity_p90_lo, r.interactivity_p90_hi
 FROM points p JOIN results r ON r.run_id = p.run_id AND r.point_id = p.point_id
 LEFT JOIN startup s ON s.run_id = p.run_id AND s.point_id = p.point_id
 LEFT JOIN telemetry t ON t.run_id = p.run_id AND t.point_id = p.point_id AND t.power_valid = 1
@@ -233,7 +234,7 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
     if "stats_method" not in {r[1] for r in store.conn.execute("PRAGMA table_info(results)")}:
         # a database from before issue 21 (read-only: not migrated): one trial, no intervals
         head, _, tail = sql.partition("r.trials, r.stats_method")
-        sql = head + "1" + ", NULL" * 14 + "\nFROM" + tail.split("FROM", 1)[1]
+        sql = head + "1" + ", NULL" * 10 + "\nFROM" + tail.split("FROM", 1)[1]
     if run_ids is not None:
         sql += f" AND p.run_id IN ({', '.join('?' * len(run_ids))})"
         args = tuple(run_ids)
@@ -256,17 +257,16 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
         arm = arms.get(ak)
         if arm is None:
             arm = arms[ak] = ArmKey(*ak)
-        trials, ci = row[-15], row[-14:]
-        row = row[:-15]
-        metrics = list(row[16:-5])
-        pg, dg = (row[-5], row[-4]) if row[-3] else (None, None)
-        buffered = streaming_warned(row[-2])
+        # the 11 issue-21 columns (trials, method, df, 8 bounds) follow the older ones
+        metrics = list(row[16:-16])
+        pg, dg = (row[-16], row[-15]) if row[-14] else (None, None)
+        buffered = streaming_warned(row[-13])
         if buffered:
             metrics[1] = metrics[2] = None  # interactivity median / P90: from a burst, not a stream
         out.append(Measured(run_id, row[1], workload, arm, runner, row[13], row[14], row[15], nodes[key], *metrics,
                             buffered_stream=buffered, prefill_gpus=pg, decode_gpus=dg,
-                            joules_per_output_token=row[-1], trials=trials or 1,
-                            ci=ci if ci[0] is not None else None))
+                            joules_per_output_token=row[-12], trials=row[-11] or 1,
+                            ci=row[-10:] if row[-10] is not None else None))
     return out
 
 

@@ -58,6 +58,7 @@ class SyntheticServer:
         faults: Sequence[str] = ("ok",),
         tokens_per_event: int = 1,
         empty_text_every: int = 0,
+        paced: bool = False,
     ) -> None:
         for f in faults:
             if f not in FAULTS:
@@ -66,6 +67,10 @@ class SyntheticServer:
         self.token_interval_s = token_interval_s
         self.tokens_per_event = tokens_per_event
         self.empty_text_every = empty_text_every  # every k-th token has empty text (partial UTF-8)
+        # paced: event j is due at (first event) + j * token_interval_s on the loop clock, so a late
+        # wake-up on a busy machine is caught up instead of adding to every later token: the decode
+        # speed stays known exactly (the verdict tests compare two such servers)
+        self.paced = paced
         self._faults = itertools.cycle(faults)
         self._lock = threading.Lock()
         self.requests: list[dict] = []  # request bodies seen (for assertions)
@@ -184,6 +189,8 @@ class SyntheticServer:
         limit = 10**9 if fault == "trickle" else n
         done = 0
         i = 0
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
         while done < limit:
             k = min(self.tokens_per_event, limit - done)
             done += k
@@ -205,7 +212,10 @@ class SyntheticServer:
             if last and fault == "double_finish":
                 await send(chunk("", 0, done, "stop"))
             if not last:
-                await asyncio.sleep(self.token_interval_s)
+                if self.paced:
+                    await asyncio.sleep(max(0.0, t0 + i * self.token_interval_s - loop.time()))
+                else:
+                    await asyncio.sleep(self.token_interval_s)
         await self._final(send, usage_on, prompt_tokens, done)
         return resp
 

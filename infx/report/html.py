@@ -121,6 +121,16 @@ def _one_comparison(c: Comparison) -> str:
     return f'{head}<ul class="verdict">{verdict}</ul>{shape_html}{table}'
 
 
+def _ci_note(m: object) -> str:
+    """The 95 % interval of a point's total throughput, as +-% of it, and what it rests on (issue 21)."""
+    e = m.estimate("total_tok_per_s")  # type: ignore[attr-defined]
+    if e is None or not e.mean:
+        return ""
+    half = (e.hi - e.lo) / 2 / abs(e.mean) * 100
+    basis = f"{e.n} trials" if e.method == "trials" else "within-run"
+    return f'<br><small class="ci">&plusmn;{half:.1f}% ({basis})</small>'
+
+
 def point_table(data: ReportData, files_url: str | None = None) -> str:
     norm_node = data.per_node_known
     head = ("<tr><th>point</th><th>state</th><th>topology</th><th>conc</th><th>GPUs/server</th>"
@@ -143,7 +153,7 @@ def point_table(data: ReportData, files_url: str | None = None) -> str:
         if m is not None:
             cells += [f"<td class=num>{_num(m.interactivity_median, 2)}</td>",
                       f"<td class=num>{_num(m.interactivity_p90, 2)}</td>",
-                      f"<td class=num>{_num(m.throughput('total', 'gpu'))}</td>"]
+                      f"<td class=num>{_num(m.throughput('total', 'gpu'))}{_ci_note(m)}</td>"]
             if norm_node:
                 cells.append(f"<td class=num>{_num(m.throughput('total', 'node'))}</td>")
             cells += [f"<td class=num>{_num(m.throughput('output', 'gpu'))}</td>",

@@ -119,7 +119,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         "ALTER TABLE results ADD COLUMN stats_method TEXT",  # trials | within-run (NULL: no intervals)
         "ALTER TABLE results ADD COLUMN stats_df REAL",  # degrees of freedom (NULL: normal, within-run)
         *(f"ALTER TABLE results ADD COLUMN {k}_{part} REAL" for k in ("output_tok_per_s", "total_tok_per_s",
-          "interactivity_median", "interactivity_p90") for part in ("lo", "hi", "se")),
+          "interactivity_median", "interactivity_p90") for part in ("lo", "hi")),
         """CREATE TABLE trials (
             run_id TEXT NOT NULL, point_id TEXT NOT NULL, trial INTEGER NOT NULL,
             started_at REAL, ended_at REAL, warmup INTEGER NOT NULL, duration_s REAL,
@@ -142,10 +142,10 @@ _RESULT_COLS = (
     "itl_median", "itl_p90", "itl_p99", "e2el_median", "e2el_p90", "e2el_p99",
     "error_classes_json", "checks_json", "versions_json", "trials", "stats_method", "stats_df",
     *(f"{k}_{part}" for k in ("output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90")
-      for part in ("lo", "hi", "se")),
+      for part in ("lo", "hi")),
 )
 _CI_KEYS = ("output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90")
-_NO_CI = (None,) * (2 + 3 * len(_CI_KEYS))
+_NO_CI = (None,) * (2 + 2 * len(_CI_KEYS))
 _TRIAL_COLS = (
     "run_id", "point_id", "trial", "started_at", "ended_at", "warmup", "duration_s", "issued", "completed", "failed",
     "request_per_s", "output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90",
@@ -265,8 +265,8 @@ class _Rows:
 
 
 def _ci_columns(r: BenchResult) -> tuple[Any, ...]:
-    """(method, df, then lo/hi/se of each of ``_CI_KEYS``) of a result's intervals; the full
-    ``stats`` (every figure, per-trial values) stays in result.json."""
+    """(method, df, then lo/hi of each of ``_CI_KEYS``) of a result's intervals; the full
+    ``stats`` (every figure, per-trial values, standard errors) stays in result.json."""
     st = r.stats
     if not st:
         return _NO_CI
@@ -274,7 +274,7 @@ def _ci_columns(r: BenchResult) -> tuple[Any, ...]:
     out: list[Any] = [first.method, first.df]
     for k in _CI_KEYS:
         e = st.get(k)
-        out += (None, None, None) if e is None else (e.lo, e.hi, e.se)
+        out += (None, None) if e is None else (e.lo, e.hi)
     return tuple(out)
 
 

@@ -24,6 +24,7 @@ from infx.results.synthetic import make_manifest, make_point
 CONCS = (1, 4)
 OSL = 12
 TRIALS = 3
+MAX_TRIALS = 8
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +43,11 @@ def _measure(st: Store, run_id: str, base_url: str, tokenizer: Path) -> None:
         point = make_point(1, conc, isl=16, osl=OSL, runner="local")
         cfg = BenchConfig(base_url=base_url, model="m", tokenizer=str(tokenizer), concurrency=conc,
                           num_prompts=2 * conc, input_len=16, output_len=OSL, ignore_eos=True, warmup_requests=conc,
-                          trials=TRIALS, gpus=1, point=point.to_row(), progress=False)
-        result = execute(cfg).result
-        assert len(result.trials) == TRIALS and [t.warmup for t in result.trials] == [True, False, False]
+                          trials=TRIALS, max_trials=MAX_TRIALS, ci_target=0.02, gpus=1, point=point.to_row(),
+                          progress=False)
+        result = execute(cfg).result  # adaptive: a trial disturbed by a busy machine gets more trials
+        assert TRIALS <= len(result.trials) <= MAX_TRIALS and result.stop_reason
+        assert [t.warmup for t in result.trials] == [True] + [False] * (len(result.trials) - 1)
         bundles.append(make_bundle(run_id, point, PointStatus(state="done", launch_fingerprint="ts"), result))
     st.add_points(bundles)
 
@@ -55,17 +58,17 @@ def _decisions(cs) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
 
 def test_aa_equivalent_or_inconclusive_and_known_difference_found(tokenizer: Path, tmp_path: Path) -> None:
     with Store(tmp_path / "infx.db") as st:
-        with SyntheticServer(ttft_s=0.001, token_interval_s=0.020) as same:
+        with SyntheticServer(ttft_s=0.001, token_interval_s=0.020, paced=True) as same:
             _measure(st, "aa-1", same.base_url, tokenizer)
             _measure(st, "aa-2", same.base_url, tokenizer)
-        with SyntheticServer(ttft_s=0.001, token_interval_s=0.025) as slow:  # decode 25 % slower
+        with SyntheticServer(ttft_s=0.001, token_interval_s=0.025, paced=True) as slow:  # decode 25 % slower
             _measure(st, "slow", slow.base_url, tokenizer)
         measured = load_measured(st, gpus_per_node=lambda run, runner: 1)
 
     # every point carries trials and intervals through the store
-    assert {m.trials for m in measured} == {TRIALS}
+    assert all(TRIALS <= m.trials <= MAX_TRIALS for m in measured)
     est = measured[0].estimate("output_tok_per_s")
-    assert est is not None and est.method == "trials" and est.n == TRIALS and est.lo <= est.mean <= est.hi
+    assert est is not None and est.method == "trials" and est.n >= TRIALS and est.lo <= est.mean <= est.hi
 
     aa = compare_runs(measured, "aa-2", "aa-1", norm="server")
     decisions = _decisions(aa)
