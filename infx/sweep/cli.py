@@ -271,13 +271,16 @@ def register(app: typer.Typer) -> None:
             t = Table(title=f"run {s.run_id}: " + ", ".join(f"{n} {k}" for k, n in sorted(s.counts().items())))
             show_kv = any(p.kv for p in s.points)
             show_eval = any(p.eval for p in s.points)
-            for col in ("point", "conc", "state", *(("kv tokens predicted/logged",) if show_kv else ()),
+            show_trials = any(p.trials for p in s.points)
+            for col in ("point", "conc", "state", *(("trials: output tok/s, 95% CI",) if show_trials else ()),
+                        *(("kv tokens predicted/logged",) if show_kv else ()),
                         *(("eval",) if show_eval else ()), "reason"):
                 t.add_column(col)
             colours = {"done": "green", "failed": "red", "skipped": "yellow", "running": "cyan", "queued": "blue"}
             for p in s.points:
                 c = colours.get(p.state, "white")
-                t.add_row(p.point_id, p.conc, f"[{c}]{p.state}[/{c}]", *((p.kv,) if show_kv else ()),
+                t.add_row(p.point_id, p.conc, f"[{c}]{p.state}[/{c}]", *((p.trials,) if show_trials else ()),
+                          *((p.kv,) if show_kv else ()),
                           *((p.eval,) if show_eval else ()), p.reason[:100])
             console.print(t)
             if s.jobs:

@@ -181,3 +181,47 @@ def test_status_shows_each_points_eval(tmp_path):
     assert run_state(rd).points[2].eval == "failed: eval-server server returned 500 x3"
     r = _infx("status", str(rd.root))
     assert r.returncode == 0 and "accuracy-fail 0.250" in r.stdout and "eval" in r.stdout
+
+
+def test_run_rejects_bad_trials(tmp_path):
+    base = ("run", "--config-files", "configs/cpu-master.yaml", "--runner-config", "configs/runners.yaml",
+            "--config-keys", "tinyllama-bf16-cpu-vllm", "--results", str(tmp_path), "--dry-run")
+    r = _infx(*base, "--trials", "0")
+    assert r.returncode == 2 and "--trials must be >= 1" in r.stderr and "Traceback" not in r.stderr
+    r = _infx(*base, "--trials", "3", "--max-trials", "2")
+    assert r.returncode == 2 and "--max-trials must be" in r.stderr
+    r = _infx(*base, "--ci-target", "-0.1")
+    assert r.returncode == 2 and "--ci-target" in r.stderr
+
+
+def test_trials_reach_the_load_generator_from_flag_or_catalog(tmp_path):
+    from infx.sweep.loadbridge import bench_config
+    from infx.sweep.profile import LoadProfile
+
+    class Engine:
+        base_url, served_model_name = "http://127.0.0.1:1", "m"
+
+    p = make_point("a", 1, 4)
+    assert bench_config(p, Engine(), LoadProfile()).trials == 1
+    by_catalog = LoadProfile(trials_by_point={p.point_id: 3})
+    assert bench_config(p, Engine(), by_catalog).trials == 3
+    flag = by_catalog.model_copy(update={"trials": 5, "max_trials": 9})
+    cfg = bench_config(p, Engine(), flag)
+    assert (cfg.trials, cfg.max_trials) == (5, 9)
+    # the catalog's trials: on a fixed-seq-len scenario, by point id
+    from infx.matrix.select import scenario_trials
+
+    text = (REPO / "configs/cpu-master.yaml").read_text().replace(
+        "    - isl: 256\n      osl: 64\n", "    - isl: 256\n      osl: 64\n      trials: 3\n", 1)
+    cat = tmp_path / "cpu-master.yaml"
+    cat.write_text(text)
+    got = scenario_trials([cat], REPO / "configs/runners.yaml", ["tinyllama-bf16-cpu-vllm"])
+    assert len(got) == 5 and set(got.values()) == {3}
+
+
+def test_status_shows_trials_of_done_points(tmp_path):
+    pts = [make_point("a", 1, 1)]
+    rd = RunDir(tmp_path, "r")
+    Orchestrator(rd, FakeStarter(), FakeMeasurer()).run(group_points(pts))
+    (p,) = run_state(rd).points
+    assert p.state == "done" and p.trials.startswith("1 trial(s)")
