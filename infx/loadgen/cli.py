@@ -77,6 +77,31 @@ def render_summary(result: "BenchResult") -> None:
     console.print(chk)
 
 
+def _run_search(config: object, tier: dict[str, float], limit: int, out: Path | None) -> int:
+    """``--search max-concurrency``: probes printed as they finish, the result and its probe count."""
+    from infx import atomic
+    from infx.loadgen.config import BenchConfig
+    from infx.loadgen.search import bench_probe, search_max_concurrency
+
+    assert isinstance(config, BenchConfig)
+    start = config.concurrency or 1
+
+    def show(p: object) -> None:
+        typer.echo(f"probe conc={getattr(p, 'conc')}: {'meets' if getattr(p, 'met') else 'misses'} "
+                   f"({getattr(p, 'text')})")
+
+    quiet = config.model_copy(update={"progress": False})
+    name = ",".join(f"{k}:{v:g}" for k, v in tier.items())
+    res = search_max_concurrency(bench_probe(quiet, tier, on_probe=show), tier=name, slo=tier, start=start,
+                                 limit=max(limit, start))
+    typer.echo(res.text)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic.write_json(out / "search.json", res.model_dump(mode="json"))
+        typer.echo(f"wrote {out / 'search.json'}")
+    return 0 if res.max_conc is not None else 1
+
+
 def _uncertainty_title(result: "BenchResult") -> str:
     n = len(result.trials) or 1
     method = next(iter(result.stats.values())).method
@@ -110,6 +135,11 @@ def register(app: typer.Typer) -> None:
         max_trials: Optional[int] = typer.Option(None, "--max-trials", help="Adaptive: keep adding trials (from --trials) "
                                                  "until the output tok/s CI half-width is within --ci-target, or M trials."),
         ci_target: float = typer.Option(0.05, "--ci-target", help="Adaptive stop: CI half-width as a fraction of the mean."),
+        search: Optional[str] = typer.Option(None, "--search", help="max-concurrency: the largest concurrency meeting "
+                                             "--slo (doubling from --concurrency, then bisection)."),
+        slo_tier: Optional[str] = typer.Option(None, "--slo", help="SLO tier for --search, e.g. ttft_p95_ms:500,tpot_p95_ms:30 "
+                                          "(failed and timed-out requests count as misses)."),
+        search_max: int = typer.Option(1024, "--search-max", help="Highest concurrency --search probes."),
         dataset: str = typer.Option("random", "--dataset", help="random | sharegpt"),
         dataset_path: Optional[Path] = typer.Option(None, "--dataset-path", help="Local ShareGPT JSON/JSONL file."),
         input_len: int = typer.Option(1024, "--input-len", help="Random prompts: input tokens (exact under the tokenizer)."),
@@ -169,6 +199,23 @@ def register(app: typer.Typer) -> None:
                 gpus = Point.from_row(point_row).gpus_per_server
             except Exception as exc:  # noqa: BLE001 - a bad point is bad input
                 diags.append(Diagnostic(f"not a matrix point: {exc}", file=str(point)))
+        tier: dict[str, float] = {}
+        if search is not None:
+            from infx.metrics.slo import parse_tier_text
+
+            if search != "max-concurrency":
+                diags.append(Diagnostic(f"--search must be max-concurrency, not {search!r}", path=("--search",)))
+            if not slo_tier:
+                diags.append(Diagnostic("--search max-concurrency needs --slo KEY:MS[,KEY:MS]", path=("--slo",)))
+            else:
+                try:
+                    tier = parse_tier_text(slo_tier)
+                except ValueError as exc:
+                    diags.append(Diagnostic(str(exc), path=("--slo",)))
+            if concurrency is None:
+                concurrency = 1
+        elif slo_tier:
+            diags.append(Diagnostic("--slo is for --search max-concurrency", path=("--slo",)))
         if diags:
             raise InfxError(diags)
         try:
@@ -214,6 +261,8 @@ def register(app: typer.Typer) -> None:
                     for e in exc.errors()
                 ]
             ) from None
+        if search is not None:
+            raise typer.Exit(_run_search(config, tier, search_max, out))
         result = run_bench(config)
         if summary:
             render_summary(result)

@@ -59,6 +59,7 @@ class SyntheticServer:
         tokens_per_event: int = 1,
         empty_text_every: int = 0,
         paced: bool = False,
+        slots: int | None = None,
     ) -> None:
         for f in faults:
             if f not in FAULTS:
@@ -71,6 +72,10 @@ class SyntheticServer:
         # wake-up on a busy machine is caught up instead of adding to every later token: the decode
         # speed stays known exactly (the verdict tests compare two such servers)
         self.paced = paced
+        # slots: at most this many requests decode at once (a known capacity); the rest wait for a
+        # free slot before their first token, so TTFT grows past the capacity
+        self.slots = slots
+        self._slots: asyncio.Semaphore | None = None
         self._faults = itertools.cycle(faults)
         self._lock = threading.Lock()
         self.requests: list[dict] = []  # request bodies seen (for assertions)
@@ -131,6 +136,11 @@ class SyntheticServer:
     # --- behaviour ---------------------------------------------------------------------
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         try:
+            if self.slots is not None:
+                if self._slots is None:
+                    self._slots = asyncio.Semaphore(self.slots)  # created on the server's loop
+                async with self._slots:
+                    return await self._serve(request)
             return await self._serve(request)
         except (ConnectionError, asyncio.CancelledError):
             # the client went away (timeouts, resets): nothing to answer
