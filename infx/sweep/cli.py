@@ -74,6 +74,13 @@ def register(app: typer.Typer) -> None:
         max_trials: Optional[int] = typer.Option(None, "--max-trials", help="Adaptive: add trials until the output "
                                                  "tok/s 95% CI half-width is within --ci-target, at most M."),
         ci_target: float = typer.Option(0.05, "--ci-target", help="Adaptive stop: CI half-width / mean."),
+        search: Optional[str] = typer.Option(None, "--search", help="max-concurrency: per launch, the largest "
+                                             "concurrency meeting --slo TIER (doubling, then bisection)."),
+        slo: Optional[str] = typer.Option(None, "--slo", help="SLO tier for --search, declared under slo: on "
+                                          "the scenario in the catalog."),
+        search_max: int = typer.Option(1024, "--search-max", help="Highest concurrency --search probes."),
+        stop_at_saturation: bool = typer.Option(False, "--stop-at-saturation", help="Skip an arm's higher "
+                                                "concurrencies once one saturated (recorded skipped-saturated)."),
         preflight: bool = typer.Option(True, "--preflight/--no-preflight", help="Gate points with the preflight "
                                        "checks (a rejected point is skipped, never launched)."),
         agentic_traces: Optional[Path] = typer.Option(None, "--agentic-traces", help="Trace file (weka JSONL) "
@@ -120,6 +127,10 @@ def register(app: typer.Typer) -> None:
         if not 0 < ci_target < 1:
             raise InfxError(Diagnostic(f"--ci-target must be a fraction in (0, 1), not {ci_target}",
                                        path=("--ci-target",)))
+        if search is not None and search != "max-concurrency":
+            raise InfxError(Diagnostic(f"--search must be max-concurrency, not {search!r}", path=("--search",)))
+        if slo is not None and search is None:
+            raise InfxError(Diagnostic("--slo TIER is for --search max-concurrency", path=("--slo",)))
         if backend not in ("local", "slurm"):
             raise InfxError(Diagnostic(f"--backend must be local or slurm, not {backend!r}"))
         if gpu_telemetry not in ("auto", "nvidia", "amd", "none"):
@@ -164,6 +175,7 @@ def register(app: typer.Typer) -> None:
             telemetry=TelemetryOptions(enabled=telemetry, gpu=gpu_telemetry),  # type: ignore[arg-type]
             preflight=preflight, load=LoadProfile(
                 prompts_per_conc=prompts_per_conc, trials=trials, max_trials=max_trials, ci_target=ci_target,
+                search=search, slo_tier=slo, search_max=search_max, stop_at_saturation=stop_at_saturation,
                 agentic_traces=str(agentic_traces.resolve()) if agentic_traces
                 else None, agentic_duration_s=agentic_duration))
         prep = prepare(req)
