@@ -544,6 +544,22 @@ def _execute_trials(config: BenchConfig, on_trial: Callable[[int, BenchResult], 
     return BenchRun(result=result, records=records)
 
 
+def _steady(records: list[RequestRecord], config: BenchConfig) -> Any:
+    """The point's stationary window; when it trims a ramp, the figures over the window too."""
+    from infx.metrics.steady import steady_state
+
+    st = steady_state(records)
+    if st is None or (st.ramp_up_requests == 0 and st.ramp_down_requests == 0):
+        return st
+    ok = sorted((r for r in records if not r.warmup and r.ok), key=lambda r: r.send_ns)
+    keep = {id(r) for r in ok[st.ramp_up_requests: len(ok) - st.ramp_down_requests]}
+    inside = [r for r in records if r.warmup or id(r) in keep
+              or (not r.ok and not r.warmup and st.start_ns <= r.send_ns <= st.end_ns)]
+    st.metrics = compute_metrics(inside, window_ns=(st.start_ns, st.end_ns), goodput=config.goodput or None,
+                                 gpus=config.gpus, nodes=config.nodes)
+    return st
+
+
 def _worst_checks(runs: list[BenchRun]) -> list[Any]:
     """Each check at its worst status over the trials (the detail says which trial)."""
     rank = {"ok": 0, "warn": 1, "fail": 2}
@@ -652,6 +668,11 @@ def _execute_once(config: BenchConfig, *, source: RequestSource | None = None) -
         issued=sum(o.issued for o in outputs),
     )
     interrupted = any(o.interrupted for o in outputs)
+    steady = _steady(records, config)
+    if steady is not None:
+        from infx.metrics.result import Check
+
+        checks.append(Check(name="steady_state", status="warn" if steady.trend else "ok", detail=steady.text))
     chunks = sum(len(r.chunk_ns) for r in measured)
     result = BenchResult(
         complete=not interrupted,
@@ -662,6 +683,7 @@ def _execute_once(config: BenchConfig, *, source: RequestSource | None = None) -
         checks=checks,
         versions=versions,
         point=config.point,
+        steady=steady,
         extra={
             "clock": {"monotonic_ns": anchor_mono, "unix_ns": anchor_unix, "window_ns": [start, end]},
             "client": {

@@ -99,6 +99,24 @@ class Check(_Model):
     detail: str = ""
 
 
+class SteadyState(_Model):
+    """The point's stationary window (``infx.metrics.steady``) and the figures over it."""
+
+    start_ns: int  # window: first kept request's send ...
+    end_ns: int  # ... to the last kept request's end
+    ramp_up_requests: int  # trimmed before the window
+    ramp_down_requests: int  # trimmed after it
+    kept_requests: int
+    fraction_retained: float
+    latency_rho: float | None = None
+    latency_p: float | None = None
+    throughput_rho: float | None = None
+    throughput_p: float | None = None
+    trend: bool = False
+    text: str = ""
+    metrics: "Metrics | None" = None  # the figures over the window (None: nothing was trimmed)
+
+
 class Trial(_Model):
     """One trial of a point measured with ``--trials N`` (every trial is kept)."""
 
@@ -128,3 +146,4 @@ class BenchResult(_Model):
     trials: list[Trial] = Field(default_factory=list)
     stats: dict[str, Estimate] = Field(default_factory=dict)
     stop_reason: str | None = None  # adaptive trials: why no further trial ran
+    steady: SteadyState | None = None  # the stationary window (MSER-5) and its figures; None: < 20 requests
