@@ -139,6 +139,11 @@ def register(app: typer.Typer) -> None:
                 typer.echo(cs.model_dump_json(indent=2))
             return
         _print_comparisons(cs)
+        from infx.analysis.capacity import capacity_lines
+        from infx.results.store import locate_results as _locate
+
+        for line in capacity_lines(_locate(results_root(results))[0], [run_id] + ([baseline] if baseline else [])):
+            typer.echo(line)
         if published is not None:
             from infx.interop.prtable import print_table
 

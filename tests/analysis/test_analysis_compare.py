@@ -282,3 +282,24 @@ def test_compare_cli_rejects_a_negative_margin(seed_results: ResultsDir) -> None
     register(app)
     r = CliRunner().invoke(app, ["compare", str(seed_results.root), "--margin", "-0.05"])
     assert r.exit_code == 2 and "--margin must be a fraction" in r.output and "Traceback" not in r.output
+
+
+def test_compare_prints_max_users_at_tier(seed_results: ResultsDir) -> None:
+    import json as _json
+
+    import typer
+    from typer.testing import CliRunner
+
+    from infx.loadgen.search import Probe, search_max_concurrency
+    from infx.report.cli import register
+
+    res = search_max_concurrency(lambda c: Probe(conc=c, met=c <= 12), tier="interactive",
+                                 slo={"ttft_p95_ms": 500.0}, start=1, limit=64)
+    d = seed_results.root / "pr-1234" / "search"
+    d.mkdir()
+    (d / "abc.json").write_text(_json.dumps({"template_point": "tp2-c1", **res.model_dump(mode="json")}))
+    app = typer.Typer()
+    register(app)
+    r = CliRunner().invoke(app, ["compare", str(seed_results.root), "--run", "pr-1234", "--per", "node"])
+    assert r.exit_code == 0, r.output
+    assert "pr-1234 tp2-c1: max users at tier 'interactive': 12 (probes bracket [12, 13)" in r.output
