@@ -2,9 +2,10 @@
 
 The verdicts are noise-aware (issue 21, ``docs/metrics.md``): at each interactivity target both
 arms' throughput is interpolated linearly between the frontier points around it, with its standard
-error, and the ratio A/B gets a 95 % interval (log scale, Welch). The verdict is "A better by x%",
-"B better", "equivalent within +-m%" (two one-sided tests at margin ``m``, 90 % interval inside
-+-m) or "inconclusive: N more trials would decide". Arms measured at the same concurrencies are
+error, and the ratio A/B gets a 95 % interval (log scale, Welch). The verdict is "A better by x%"
+(the interval beyond +m, and still so when interactivity shifts by +-m), "B better", "equivalent
+within +-m%" (two one-sided tests at margin ``m``, 90 % interval inside +-m) or "inconclusive: N
+more trials would decide". Arms measured at the same concurrencies are
 also compared point by point (``by_conc``). A winner is only named from intervals across trials.
 
 The step-frontier shape (``ranges``, ``crossovers``) is kept as a description of the point
@@ -204,7 +205,8 @@ def compare_frontiers(
             ia, ib = a.interpolate(t), b.interpolate(t)
             if ia is None or ib is None:
                 continue
-            targets.append(decide(t, ia, ib, better_y, margin, a_label, b_label, y_label))
+            targets.append(_robust(decide(t, ia, ib, better_y, margin, a_label, b_label, y_label), a, b, t,
+                                   better_y, margin, a_label, b_label, y_label))
         verdict = _group_targets(targets, a_label, b_label, x_unit, margin) + verdict
     conc_verdicts = [decide(c, ea, eb, better_y, margin, a_label, b_label, y_label) for c, ea, eb in by_conc]
     if conc_verdicts:
@@ -240,9 +242,10 @@ def targets_in(ladder: Sequence[LadderEntry], overlap: tuple[float, float]) -> l
 def decide(x: float, ea: Estimate1, eb: Estimate1, better_y: Direction, margin: float, a_label: str,
            b_label: str, y_label: str) -> TargetVerdict:
     """The verdict on A vs B from two estimates: the log ratio's 95 % Welch interval names a
-    winner when it excludes 0 (and both sides have trials); two one-sided tests (90 % interval
-    inside +-log(1+margin)) say equivalent; otherwise inconclusive, with the trials per point that
-    would shrink the interval enough (the standard error falls as 1/sqrt(trials))."""
+    winner when it lies entirely beyond the margin (+-log(1+margin); and both sides have trials);
+    two one-sided tests (90 % interval inside +-log(1+margin)) say equivalent; otherwise
+    inconclusive, with the trials per point that would shrink the interval enough (the standard
+    error falls as 1/sqrt(trials)). A difference smaller than the margin is never a win."""
     from infx.metrics.uncertainty import t_critical, welch_df
 
     ya, ra, da, na = ea
@@ -273,7 +276,7 @@ def decide(x: float, ea: Estimate1, eb: Estimate1, better_y: Direction, margin: 
     n = min(na, nb)
     within = n < MIN_TRIALS_FOR_WINNER
     pct = lambda v: f"{(math.exp(v) - 1) * 100:+.1f}%"  # noqa: E731
-    if not within and (lo > 0 or hi < 0):
+    if not within and (lo > bound or hi < -bound):
         win, lose = (a_label, b_label) if lo > 0 else (b_label, a_label)
         dd, l2, h2 = (d, lo, hi) if lo > 0 else (-d, -hi, -lo)
         upd.update(decision="a" if lo > 0 else "b",
@@ -285,8 +288,8 @@ def decide(x: float, ea: Estimate1, eb: Estimate1, better_y: Direction, margin: 
                         f"90% CI [{pct(d - t90 * se)}, {pct(d + t90 * se)}], {int(n)} trial(s))")
     else:
         need = []
-        if d != 0:
-            need.append((t95 * se / abs(d)) ** 2)
+        if abs(d) > bound:
+            need.append((t95 * se / (abs(d) - bound)) ** 2)
         if abs(d) < bound:
             need.append((t90 * se / (bound - abs(d))) ** 2)
         factor = min(need) if need else math.inf
@@ -298,6 +301,33 @@ def decide(x: float, ea: Estimate1, eb: Estimate1, better_y: Direction, margin: 
                          + (f"{more} more trial(s) per point would decide" if math.isfinite(factor) and more <= 1000
                             else "the difference is too close to the margin to decide")))
     return base.model_copy(update=upd)
+
+
+def _robust(v: TargetVerdict, a: StepFrontier, b: StepFrontier, t: float, better_y: Direction, margin: float,
+            a_label: str, b_label: str, y_label: str) -> TargetVerdict:
+    """A winner at target ``t`` must survive a shift of ``margin`` in interactivity: the winner read
+    at the harder x (``t * (1 + m)``) against the loser at the easier one (``t / (1 + m)``). On a steep
+    frontier a few percent of interactivity moves throughput a lot, and interactivity drifts between
+    runs too; such a target is inconclusive rather than a win."""
+    if v.decision not in ("a", "b"):
+        return v
+    harder, easier = (t * (1 + margin), t / (1 + margin)) if a.x_dir is Direction.MAX else \
+        (t / (1 + margin), t * (1 + margin))
+    win, lose = (a, b) if v.decision == "a" else (b, a)
+    ew, el = win.interpolate(harder), lose.interpolate(easier)
+    if ew is None or el is None:
+        shifted = None
+    else:
+        ea, eb = (ew, el) if v.decision == "a" else (el, ew)
+        shifted = decide(t, ea, eb, better_y, margin, a_label, b_label, y_label)
+    if shifted is not None and shifted.decision == v.decision:
+        return v
+    name = a_label if v.decision == "a" else b_label
+    return v.model_copy(update={
+        "decision": "inconclusive", "trials_needed": None,
+        "text": f"inconclusive: {name} leads ({a_label} / {b_label} = "
+                + ("unbounded" if not v.ratio else f"{v.ratio:.2f}x") + f") but not once interactivity shifts by "
+                f"±{margin:.0%} (steep frontier or edge of the measured range; compare by concurrency instead)"})
 
 
 def _group_targets(targets: Sequence[TargetVerdict], a_label: str, b_label: str, x_unit: str,

@@ -121,26 +121,31 @@ class Measured:
     joules_per_output_token: float | None = None
     # issue 21: trials behind the figures and result.json ``stats`` (mean + 95 % interval per figure), as JSON
     trials: int = 1
-    # (method, df, lo/hi of output tok/s, total tok/s, interactivity median, interactivity P90)
-    ci: tuple[object, ...] | None = None
+    # the packed intervals (infx.results.store.pack_ci): method, df, bounds of output/total tok/s and
+    # interactivity median/P90
+    ci: bytes | None = None
 
     def estimate(self, key: str) -> "Estimate | None":
         """The interval of one headline figure (``output_tok_per_s``, ``total_tok_per_s``,
         ``interactivity_median``, ``interactivity_p90``), if the result carried one (results from
         before issue 21 did not)."""
-        if self.ci is None or self.ci[0] is None or key not in _CI_KEYS:
+        if self.ci is None or key not in _CI_KEYS:
             return None
-        i = 2 + 2 * _CI_KEYS.index(key)
-        lo, hi = self.ci[i], self.ci[i + 1]
+        from infx.results.store import unpack_ci
+
+        method, df, bounds = unpack_ci(self.ci)
+        b = bounds[_CI_KEYS.index(key)]
+        if b is None:
+            return None
+        lo, hi = b
         mean = {"output_tok_per_s": self.output_tok_per_s, "total_tok_per_s": self.total_tok_per_s,
                 "interactivity_median": self.interactivity_median, "interactivity_p90": self.interactivity_p90}[key]
         if lo is None or hi is None or mean is None:
             return None
         from infx.metrics.uncertainty import CONFIDENCE, Estimate, t_critical
 
-        method, df = self.ci[0], self.ci[1]
         # the standard error behind the interval: half-width / t (trials) or / z (within-run bootstrap)
-        se = (float(hi) - float(lo)) / 2 / t_critical(float(df) if df else math.inf, CONFIDENCE)  # type: ignore[arg-type]
+        se = (hi - lo) / 2 / t_critical(df if df else math.inf, CONFIDENCE)
         return Estimate(mean=mean, lo=lo, hi=hi, n=self.trials, method=method, se=se, df=df)  # type: ignore[arg-type]
 
     @property
@@ -179,9 +184,7 @@ SELECT p.run_id, p.point_id, p.model_prefix, p.precision, p.hardware, p.framewor
        r.interactivity_median, r.interactivity_p90, r.output_tok_per_s, r.total_tok_per_s,
        r.ttft_median, r.ttft_p90, r.ttft_p99, r.tpot_median, r.itl_median, r.itl_p90, r.itl_p99,
        r.e2el_median, r.e2el_p90, r.success_rate, s.kv_cache_tokens, p.prefill_gpus, p.decode_gpus, p.disagg,
-       r.checks_json, t.joules_per_output_token, r.trials, r.stats_method, r.stats_df,
-       r.output_tok_per_s_lo, r.output_tok_per_s_hi, r.total_tok_per_s_lo, r.total_tok_per_s_hi,
-       r.interactivity_median_lo, r.interactivity_median_hi, r.interactivity_p90_lo, r.interactivity_p90_hi
+       r.checks_json, t.joules_per_output_token, r.trials, r.ci
 FROM points p JOIN results r ON r.run_id = p.run_id AND r.point_id = p.point_id
 LEFT JOIN startup s ON s.run_id = p.run_id AND s.point_id = p.point_id
 LEFT JOIN telemetry t ON t.run_id = p.run_id AND t.point_id = p.point_id AND t.power_valid = 1
@@ -231,10 +234,9 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
     if store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='telemetry'").fetchone() is None:
         # a database from before the telemetry table (read-only: not migrated): no energy figures
         sql = sql.replace("t.joules_per_output_token", "NULL").replace(_TELEMETRY_JOIN, "")
-    if "stats_method" not in {r[1] for r in store.conn.execute("PRAGMA table_info(results)")}:
+    if "ci" not in {r[1] for r in store.conn.execute("PRAGMA table_info(results)")}:
         # a database from before issue 21 (read-only: not migrated): one trial, no intervals
-        head, _, tail = sql.partition("r.trials, r.stats_method")
-        sql = head + "1" + ", NULL" * 10 + "\nFROM" + tail.split("FROM", 1)[1]
+        sql = sql.replace("r.trials, r.ci", "1, NULL")
     if run_ids is not None:
         sql += f" AND p.run_id IN ({', '.join('?' * len(run_ids))})"
         args = tuple(run_ids)
@@ -257,16 +259,15 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
         arm = arms.get(ak)
         if arm is None:
             arm = arms[ak] = ArmKey(*ak)
-        # the 11 issue-21 columns (trials, method, df, 8 bounds) follow the older ones
-        metrics = list(row[16:-16])
-        pg, dg = (row[-16], row[-15]) if row[-14] else (None, None)
-        buffered = streaming_warned(row[-13])
+        # the issue-21 columns (trials, packed intervals) follow the older ones
+        metrics = list(row[16:-7])
+        pg, dg = (row[-7], row[-6]) if row[-5] else (None, None)
+        buffered = streaming_warned(row[-4])
         if buffered:
             metrics[1] = metrics[2] = None  # interactivity median / P90: from a burst, not a stream
         out.append(Measured(run_id, row[1], workload, arm, runner, row[13], row[14], row[15], nodes[key], *metrics,
                             buffered_stream=buffered, prefill_gpus=pg, decode_gpus=dg,
-                            joules_per_output_token=row[-12], trials=row[-11] or 1,
-                            ci=row[-10:] if row[-10] is not None else None))
+                            joules_per_output_token=row[-3], trials=row[-2] or 1, ci=row[-1]))
     return out
 
 

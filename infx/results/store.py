@@ -18,7 +18,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import sqlite3
+import struct
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -116,10 +118,9 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     ]),
     (7, [  # issue 21: trials and confidence intervals (every trial kept; result.json ``stats`` as JSON)
         "ALTER TABLE results ADD COLUMN trials INTEGER NOT NULL DEFAULT 1",
-        "ALTER TABLE results ADD COLUMN stats_method TEXT",  # trials | within-run (NULL: no intervals)
-        "ALTER TABLE results ADD COLUMN stats_df REAL",  # degrees of freedom (NULL: normal, within-run)
-        *(f"ALTER TABLE results ADD COLUMN {k}_{part} REAL" for k in ("output_tok_per_s", "total_tok_per_s",
-          "interactivity_median", "interactivity_p90") for part in ("lo", "hi")),
+        # the intervals the analysis reads, packed (infx.results.store.pack_ci): method, df and the 95 %
+        # bounds of output/total tok/s and interactivity median/P90; one BLOB keeps ingest cheap
+        "ALTER TABLE results ADD COLUMN ci BLOB",
         """CREATE TABLE trials (
             run_id TEXT NOT NULL, point_id TEXT NOT NULL, trial INTEGER NOT NULL,
             started_at REAL, ended_at REAL, warmup INTEGER NOT NULL, duration_s REAL,
@@ -140,12 +141,10 @@ _RESULT_COLS = (
     "interactivity_median", "interactivity_p90",
     "ttft_median", "ttft_p90", "ttft_p99", "tpot_median", "tpot_p90", "tpot_p99",
     "itl_median", "itl_p90", "itl_p99", "e2el_median", "e2el_p90", "e2el_p99",
-    "error_classes_json", "checks_json", "versions_json", "trials", "stats_method", "stats_df",
-    *(f"{k}_{part}" for k in ("output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90")
-      for part in ("lo", "hi")),
+    "error_classes_json", "checks_json", "versions_json", "trials", "ci",
 )
 _CI_KEYS = ("output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90")
-_NO_CI = (None,) * (2 + 2 * len(_CI_KEYS))
+_CI_FORMAT = struct.Struct("<10d")  # method (0 trials, 1 within-run), df (NaN: normal), 4 x (lo, hi) (NaN: none)
 _TRIAL_COLS = (
     "run_id", "point_id", "trial", "started_at", "ended_at", "warmup", "duration_s", "issued", "completed", "failed",
     "request_per_s", "output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90",
@@ -240,7 +239,7 @@ class _Rows:
                 m.itl_ms.median, m.itl_ms.p90, m.itl_ms.p99,
                 m.e2el_ms.median, m.e2el_ms.p90, m.e2el_ms.p99,
                 self._json_map(m.error_classes),
-                self._json_checks(r), self._json_map(r.versions), max(1, len(r.trials)), *_ci_columns(r)))
+                self._json_checks(r), self._json_map(r.versions), max(1, len(r.trials)), pack_ci(r)))
             for tr in r.trials:
                 tm, tt = tr.metrics, tr.metrics.throughput
                 self.trials.append((
@@ -264,18 +263,26 @@ class _Rows:
             self.answers.extend(answers)
 
 
-def _ci_columns(r: BenchResult) -> tuple[Any, ...]:
-    """(method, df, then lo/hi of each of ``_CI_KEYS``) of a result's intervals; the full
-    ``stats`` (every figure, per-trial values, standard errors) stays in result.json."""
+def pack_ci(r: BenchResult) -> bytes | None:
+    """The intervals the analysis reads (``_CI_KEYS``) packed into 80 bytes; the full ``stats``
+    (every figure, per-trial values, standard errors) stays in result.json."""
     st = r.stats
     if not st:
-        return _NO_CI
+        return None
     first = next(iter(st.values()))
-    out: list[Any] = [first.method, first.df]
+    nan = math.nan
+    vals = [0.0 if first.method == "trials" else 1.0, nan if first.df is None else first.df]
     for k in _CI_KEYS:
         e = st.get(k)
-        out += (None, None) if e is None else (e.lo, e.hi)
-    return tuple(out)
+        vals += (nan, nan) if e is None else (e.lo, e.hi)
+    return _CI_FORMAT.pack(*vals)
+
+
+def unpack_ci(blob: bytes) -> tuple[str, float | None, list[tuple[float, float] | None]]:
+    """(method, df, bounds per ``_CI_KEYS``) of :func:`pack_ci`."""
+    v = _CI_FORMAT.unpack(blob)
+    bounds = [None if math.isnan(v[i]) else (v[i], v[i + 1]) for i in range(2, 10, 2)]
+    return ("trials" if v[0] == 0 else "within-run"), (None if math.isnan(v[1]) else v[1]), bounds
 
 
 # --------------------------------------------------------------------------- identity

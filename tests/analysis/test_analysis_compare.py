@@ -232,10 +232,17 @@ def test_noise_aware_verdicts_winner_equivalent_inconclusive() -> None:
     b = StepFrontier.build(xs, base, **_est(0.01, 3))
     # 30 % better with 1 % standard errors: A better, and the interval covers the true 1.30
     a = StepFrontier.build(xs, [y * 1.3 for y in base], **_est(0.01, 3))
-    c = compare_frontiers(a, b, a_label="A", b_label="B", at=[15, 30])
+    c = compare_frontiers(a, b, a_label="A", b_label="B", at=[12, 15])
     assert [v.decision for v in c.targets] == ["a", "a"]
     assert all(v.ratio_lo < 1.3 < v.ratio_hi for v in c.targets)
-    assert c.verdict[0].startswith("at 15.0-30.0 tok/s/user (2 targets): A better by 30.0% [")
+    assert c.verdict[0].startswith("at 12.0-15.0 tok/s/user (2 targets): A better by 30.0% [")
+    # on the steep segment (2400 -> 400 over 20-40) a 5 % shift of interactivity halves the lead: no win
+    steep = compare_frontiers(a, b, a_label="A", b_label="B", at=[30]).targets[0]
+    assert steep.decision == "inconclusive" and "shifts by ±5%" in steep.text
+    # 3 % better, however tight the intervals, is a difference inside the margin: equivalent, never a win
+    a3 = StepFrontier.build(xs, [y * 1.03 for y in base], **_est(0.002, 5))
+    small = compare_frontiers(a3, StepFrontier.build(xs, base, **_est(0.002, 5)), a_label="A", b_label="B", at=[12])
+    assert small.targets[0].decision == "equivalent"
     # B better when reversed
     c = compare_frontiers(b, a, a_label="B", b_label="A", at=[15])
     assert c.targets[0].decision == "b" and "A better by 30.0%" in c.targets[0].text

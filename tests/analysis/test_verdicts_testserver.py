@@ -8,6 +8,9 @@ the trials, the store and the comparison are the real ones.
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing as mp
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,6 +39,29 @@ def tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
+def _serve(interval: float, port_q, stop_ev) -> None:  # type: ignore[no-untyped-def]
+    with SyntheticServer(ttft_s=0.001, token_interval_s=interval, paced=True) as srv:
+        port_q.put(srv.port)
+        stop_ev.wait(600)
+
+
+@contextlib.contextmanager
+def server_process(interval: float) -> Iterator[str]:
+    """The test server in its own process: on a busy machine it then never competes with the
+    client for one interpreter lock, so its decode speed stays what it was told."""
+    ctx = mp.get_context("fork")
+    q, stop = ctx.Queue(), ctx.Event()
+    proc = ctx.Process(target=_serve, args=(interval, q, stop), daemon=True)
+    proc.start()
+    try:
+        yield f"http://127.0.0.1:{q.get(timeout=30)}"
+    finally:
+        stop.set()
+        proc.join(10)
+        if proc.is_alive():
+            proc.kill()
+
+
 def _measure(st: Store, run_id: str, base_url: str, tokenizer: Path) -> None:
     st.upsert_run(make_manifest(run_id))
     bundles = []
@@ -58,11 +84,11 @@ def _decisions(cs) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
 
 def test_aa_equivalent_or_inconclusive_and_known_difference_found(tokenizer: Path, tmp_path: Path) -> None:
     with Store(tmp_path / "infx.db") as st:
-        with SyntheticServer(ttft_s=0.001, token_interval_s=0.020, paced=True) as same:
-            _measure(st, "aa-1", same.base_url, tokenizer)
-            _measure(st, "aa-2", same.base_url, tokenizer)
-        with SyntheticServer(ttft_s=0.001, token_interval_s=0.025, paced=True) as slow:  # decode 25 % slower
-            _measure(st, "slow", slow.base_url, tokenizer)
+        with server_process(0.020) as same:
+            _measure(st, "aa-1", same, tokenizer)
+            _measure(st, "aa-2", same, tokenizer)
+        with server_process(0.025) as slow:  # decode 25 % slower
+            _measure(st, "slow", slow, tokenizer)
         measured = load_measured(st, gpus_per_node=lambda run, runner: 1)
 
     # every point carries trials and intervals through the store
