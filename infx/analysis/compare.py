@@ -133,12 +133,14 @@ def compare_frontiers(
     ladder_points: int = 10,
     margin: float = DEFAULT_MARGIN,
     by_conc: Sequence[tuple[float, Estimate1, Estimate1]] = (),
+    drift: bool = False,
 ) -> Comparison:
     """Compare two frontiers with the same axes. ``ratio = a / b``. The verdicts (``targets``,
     ``verdict``) weigh each ratio against its interval and the equivalence ``margin`` (default 5 %);
     ``by_conc``: (concurrency, A's, B's (y, rel se, df, trials)) of points measured at both."""
     if margin <= 0 or margin >= 1:
         raise ValueError(f"equivalence margin must be in (0, 1), not {margin}")
+    tau2 = drift_variance(by_conc) if drift else 0.0
     if a.x_dir is not b.x_dir or a.y_dir is not b.y_dir:
         raise ValueError("frontiers with different axis directions cannot be compared")
     better_y = a.y_dir  # MAX: larger y wins
@@ -200,15 +202,20 @@ def compare_frontiers(
     else:
         verdict = [f"no comparison: {a_label} and {b_label} have no measured {x_label} range in common"]
     targets: list[TargetVerdict] = []
-    if overlap is not None:
+    # the same arm in two runs is matched by concurrency (``by_conc``): each point against its twin,
+    # which no shift of interactivity between the runs can move; other pairs at interactivity targets
+    if overlap is not None and not by_conc:
         for t in targets_in(ladder, overlap):
             ia, ib = a.interpolate(t), b.interpolate(t)
             if ia is None or ib is None:
                 continue
-            targets.append(_robust(decide(t, ia, ib, better_y, margin, a_label, b_label, y_label), a, b, t,
-                                   better_y, margin, a_label, b_label, y_label))
+            targets.append(_robust(decide(t, ia, ib, better_y, margin, a_label, b_label, y_label, tau2), a, b, t,
+                                   better_y, margin, a_label, b_label, y_label, tau2))
         verdict = _group_targets(targets, a_label, b_label, x_unit, margin) + verdict
-    conc_verdicts = [decide(c, ea, eb, better_y, margin, a_label, b_label, y_label) for c, ea, eb in by_conc]
+    conc_verdicts = [decide(c, ea, eb, better_y, margin, a_label, b_label, y_label, tau2) for c, ea, eb in by_conc]
+    if tau2 > 0:
+        verdict.append(f"run-to-run drift: the matched concurrencies disagree beyond their trial noise; a drift "
+                       f"of ±{(math.exp(math.sqrt(tau2)) - 1) * 100:.1f}% (1 sd) is added to every interval")
     if conc_verdicts:
         verdict += [f"at concurrency {_fmt(v.x)}: {v.text}" for v in conc_verdicts]
     for f, label, other in ((a, a_label, b), (b, b_label, a)):
@@ -232,6 +239,29 @@ def compare_frontiers(
 Estimate1 = tuple[float, float, float, float]  # (y, relative se (NaN: none), df, trials)
 
 
+def drift_variance(pairs: Sequence[tuple[float, Estimate1, Estimate1]]) -> float:
+    """Run-to-run drift between two runs of the same arm, as a variance of the log ratio: the
+    DerSimonian-Laird between-point variance of the matched-concurrency log ratios (their spread
+    beyond what each one's trial noise explains). Trials measure noise inside a run; a machine
+    that got busier between the runs moves every point, unevenly, and only this spread shows it.
+    A uniform real change (every concurrency 25 % faster) leaves it near 0. Needs 3 matched points
+    with intervals."""
+    d, w = [], []
+    for _, (ya, ra, _da, _na), (yb, rb, _db, _nb) in pairs:
+        if ya > 0 and yb > 0 and not (math.isnan(ra) or math.isnan(rb)):
+            v = ra * ra + rb * rb
+            if v > 0:
+                d.append(math.log(ya / yb))
+                w.append(1 / v)
+    if len(d) < 3:
+        return 0.0
+    sw = sum(w)
+    mean = sum(wi * di for wi, di in zip(w, d)) / sw
+    q = sum(wi * (di - mean) ** 2 for wi, di in zip(w, d))
+    denom = sw - sum(wi * wi for wi in w) / sw
+    return max(0.0, (q - (len(d) - 1)) / denom) if denom > 0 else 0.0
+
+
 def targets_in(ladder: Sequence[LadderEntry], overlap: tuple[float, float]) -> list[float]:
     """The ladder's targets inside the common range (at least its two ends)."""
     lo, hi = overlap
@@ -240,7 +270,7 @@ def targets_in(ladder: Sequence[LadderEntry], overlap: tuple[float, float]) -> l
 
 
 def decide(x: float, ea: Estimate1, eb: Estimate1, better_y: Direction, margin: float, a_label: str,
-           b_label: str, y_label: str) -> TargetVerdict:
+           b_label: str, y_label: str, drift_var: float = 0.0) -> TargetVerdict:
     """The verdict on A vs B from two estimates: the log ratio's 95 % Welch interval names a
     winner when it lies entirely beyond the margin (+-log(1+margin); and both sides have trials);
     two one-sided tests (90 % interval inside +-log(1+margin)) say equivalent; otherwise
@@ -265,7 +295,7 @@ def decide(x: float, ea: Estimate1, eb: Estimate1, better_y: Direction, margin: 
             "text": f"inconclusive: no interval (measured without --trials or records); "
                     f"{a_label} / {b_label} = {ya / yb:.2f}x; 3 trials per point would decide"})
     d = math.log(ya / yb) * (1 if better_y is Direction.MAX else -1)
-    se = math.sqrt(ra * ra + rb * rb)
+    se = math.sqrt(ra * ra + rb * rb + drift_var)
     df = welch_df(ra, da if math.isfinite(da) else None, rb, db if math.isfinite(db) else None)
     t95, t90 = t_critical(df, 0.95), t_critical(df, 0.90)
     lo, hi = d - t95 * se, d + t95 * se
@@ -304,7 +334,7 @@ def decide(x: float, ea: Estimate1, eb: Estimate1, better_y: Direction, margin: 
 
 
 def _robust(v: TargetVerdict, a: StepFrontier, b: StepFrontier, t: float, better_y: Direction, margin: float,
-            a_label: str, b_label: str, y_label: str) -> TargetVerdict:
+            a_label: str, b_label: str, y_label: str, drift_var: float = 0.0) -> TargetVerdict:
     """A winner at target ``t`` must survive a shift of ``margin`` in interactivity: the winner read
     at the harder x (``t * (1 + m)``) against the loser at the easier one (``t / (1 + m)``). On a steep
     frontier a few percent of interactivity moves throughput a lot, and interactivity drifts between
@@ -319,7 +349,7 @@ def _robust(v: TargetVerdict, a: StepFrontier, b: StepFrontier, t: float, better
         shifted = None
     else:
         ea, eb = (ew, el) if v.decision == "a" else (el, ew)
-        shifted = decide(t, ea, eb, better_y, margin, a_label, b_label, y_label)
+        shifted = decide(t, ea, eb, better_y, margin, a_label, b_label, y_label, drift_var)
     if shifted is not None and shifted.decision == v.decision:
         return v
     name = a_label if v.decision == "a" else b_label
@@ -410,8 +440,10 @@ def _frontier_pair(sa: ArmSeries, sb: ArmSeries, **kw: object) -> Comparison:
 
     xa = X_AXES[sa.x_metric]
     ca, cb = sa.by_conc(), sb.by_conc()
-    pairs = [(float(c), ca[c], cb[c]) for c in sorted(set(ca) & set(cb))] if kw.pop("match_conc", False) else []
+    match = bool(kw.pop("match_conc", False))
+    pairs = [(float(c), ca[c], cb[c]) for c in sorted(set(ca) & set(cb))] if match else []
     return compare_frontiers(sa.frontier(), sb.frontier(), a_label=sa.label, b_label=sb.label, by_conc=pairs,
+                             drift=match,
                              x_label=xa.label.lower(), x_unit=xa.unit,
                              y_label=y_axis(sa.y_metric, sa.norm).label.lower(),
                              workload=sa.workload.label, **kw)  # type: ignore[arg-type]

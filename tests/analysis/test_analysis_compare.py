@@ -310,3 +310,20 @@ def test_compare_prints_max_users_at_tier(seed_results: ResultsDir) -> None:
     r = CliRunner().invoke(app, ["compare", str(seed_results.root), "--run", "pr-1234", "--per", "node"])
     assert r.exit_code == 0, r.output
     assert "pr-1234 tp2-c1: max users at tier 'interactive': 12 (probes bracket [12, 13)" in r.output
+
+
+def test_run_to_run_drift_widens_matched_intervals() -> None:
+    from infx.analysis.compare import drift_variance
+
+    uniform = [(float(c), (125.0 * c, 0.01, 2.0, 3.0), (100.0 * c, 0.01, 2.0, 3.0)) for c in (1, 2, 4, 8)]
+    assert drift_variance(uniform) == pytest.approx(0.0)  # a real, uniform 25 %: no drift
+    erratic = [(float(c), (y * c, 0.01, 2.0, 3.0), (100.0 * c, 0.01, 2.0, 3.0))
+               for c, y in zip((1, 2, 4, 8, 16), (102.0, 131.0, 109.0, 91.0, 160.0))]
+    tau2 = drift_variance(erratic)
+    assert tau2 > 0.01
+    a = StepFrontier.build([10.0, 20.0], [1.0, 1.0])
+    c = compare_frontiers(a, a, a_label="R2", b_label="R1", by_conc=erratic, drift=True)
+    assert all(v.decision == "inconclusive" for v in c.by_conc) and any("run-to-run drift" in v for v in c.verdict)
+    assert c.targets == []  # matched by concurrency: no interactivity-target verdicts
+    c = compare_frontiers(a, a, a_label="R2", b_label="R1", by_conc=uniform, drift=True)
+    assert all(v.decision == "a" for v in c.by_conc)
