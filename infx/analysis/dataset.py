@@ -137,11 +137,12 @@ class Measured:
         b = bounds[_CI_KEYS.index(key)]
         if b is None:
             return None
-        lo, hi = b
+        rlo, rhi = b
         mean = {"output_tok_per_s": self.output_tok_per_s, "total_tok_per_s": self.total_tok_per_s,
                 "interactivity_median": self.interactivity_median, "interactivity_p90": self.interactivity_p90}[key]
-        if lo is None or hi is None or mean is None:
+        if mean is None:
             return None
+        lo, hi = mean * rlo, mean * rhi
         from infx.metrics.uncertainty import CONFIDENCE, Estimate, t_critical
 
         # the standard error behind the interval: half-width / t (trials) or / z (within-run bootstrap)

@@ -144,7 +144,9 @@ _RESULT_COLS = (
     "error_classes_json", "checks_json", "versions_json", "trials", "ci",
 )
 _CI_KEYS = ("output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90")
-_CI_FORMAT = struct.Struct("<10d")  # method (0 trials, 1 within-run), df (NaN: normal), 4 x (lo, hi) (NaN: none)
+# method (0 trials, 1 within-run), df (NaN: normal), then 4 x (lo, hi) relative to the figure's mean, as
+# single floats (NaN: none): 37 bytes a row; the exact bounds stay in result.json ``stats``
+_CI_FORMAT = struct.Struct("<Bf8f")
 _TRIAL_COLS = (
     "run_id", "point_id", "trial", "started_at", "ended_at", "warmup", "duration_s", "issued", "completed", "failed",
     "request_per_s", "output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90",
@@ -271,15 +273,15 @@ def pack_ci(r: BenchResult) -> bytes | None:
         return None
     first = next(iter(st.values()))
     nan = math.nan
-    vals = [0.0 if first.method == "trials" else 1.0, nan if first.df is None else first.df]
+    vals: list[Any] = [0 if first.method == "trials" else 1, nan if first.df is None else first.df]
     for k in _CI_KEYS:
         e = st.get(k)
-        vals += (nan, nan) if e is None else (e.lo, e.hi)
+        vals += (nan, nan) if e is None or not e.mean else (e.lo / e.mean, e.hi / e.mean)
     return _CI_FORMAT.pack(*vals)
 
 
 def unpack_ci(blob: bytes) -> tuple[str, float | None, list[tuple[float, float] | None]]:
-    """(method, df, bounds per ``_CI_KEYS``) of :func:`pack_ci`."""
+    """(method, df, bounds relative to the mean per ``_CI_KEYS``) of :func:`pack_ci`."""
     v = _CI_FORMAT.unpack(blob)
     bounds = [None if math.isnan(v[i]) else (v[i], v[i + 1]) for i in range(2, 10, 2)]
     return ("trials" if v[0] == 0 else "within-run"), (None if math.isnan(v[1]) else v[1]), bounds

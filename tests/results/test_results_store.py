@@ -302,5 +302,5 @@ def test_migration_7_keeps_every_trial_and_the_intervals(tmp_path: Path) -> None
         got = {m.point_id: m for m in load_measured(st, gpus_per_node=lambda r, n: 8)}
     e = got[point.point_id].estimate("output_tok_per_s")
     assert got[point.point_id].trials == 3 and e is not None and e.method == "trials"
-    assert e.lo == pytest.approx(est.lo) and e.hi == pytest.approx(est.hi) and e.df == 2
+    assert e.lo == pytest.approx(est.lo, rel=1e-3) and e.hi == pytest.approx(est.hi, rel=1e-3) and e.df == 2
     assert got[plain.point_id].trials == 1 and got[plain.point_id].estimate("output_tok_per_s") is None
