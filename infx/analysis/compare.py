@@ -317,18 +317,23 @@ def decide(x: float, ea: Estimate1, eb: Estimate1, better_y: Direction, margin: 
                    text=f"equivalent within ±{margin:.0%} ({a_label} / {b_label} {pct(d)}, "
                         f"90% CI [{pct(d - t90 * se)}, {pct(d + t90 * se)}], {int(n)} trial(s))")
     else:
+        # trials shrink the trial noise (1/sqrt(n)), never the run-to-run drift: the factor by which
+        # the trials' variance must fall so that t * sqrt(v_trials / f + drift) fits the room left
+        v_trials = ra * ra + rb * rb
         need = []
-        if abs(d) > bound:
-            need.append((t95 * se / (abs(d) - bound)) ** 2)
-        if abs(d) < bound:
-            need.append((t90 * se / (bound - abs(d))) ** 2)
+        for t_c, room in ((t95, abs(d) - bound), (t90, bound - abs(d))):
+            if room > 0 and (t_c * t_c * drift_var) < room * room and v_trials > 0:
+                need.append(v_trials / (room * room / (t_c * t_c) - drift_var))
         factor = min(need) if need else math.inf
-        total = max(math.ceil(max(n, 1) * factor), MIN_TRIALS_FOR_WINNER if within else int(n) + 1)
+        total = (max(math.ceil(max(n, 1) * factor), MIN_TRIALS_FOR_WINNER if within else int(n) + 1)
+                 if math.isfinite(factor) else 10**9)
         more = total - int(n)
         label = " (within-run interval only: it underestimates run-to-run spread)" if within else ""
         upd.update(decision="inconclusive", trials_needed=more if math.isfinite(factor) and more <= 1000 else None,
                    text=(f"inconclusive: {a_label} / {b_label} {pct(d)} [{pct(lo)}, {pct(hi)}]{label}; "
                          + (f"{more} more trial(s) per point would decide" if math.isfinite(factor) and more <= 1000
+                            else "more trials cannot decide: the run-to-run drift alone is wider than the room "
+                                 "to the margin (rerun both runs, or measure them interleaved)" if drift_var > 0
                             else "the difference is too close to the margin to decide")))
     return base.model_copy(update=upd)
 
