@@ -83,6 +83,7 @@ class RequestRecord(_Model):
     lane: int | None = None
     worker: int | None = None
     warmup: bool = False
+    trial: int = 0  # which trial of the point (``--trials N``: 0..N-1)
     max_tokens: int
     ignore_eos: bool = False
     expected_input_tokens: int | None = None

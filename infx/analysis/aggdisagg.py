@@ -23,7 +23,7 @@ def _family(w: WorkloadKey) -> WorkloadKey:
 
 def compare_agg_disagg(measured: Sequence[Measured], run_id: str, *, x_metric: str = "interactivity",
                        y_metric: str = "total", norm: str = "gpu", at: Sequence[float] | None = None,
-                       ladder_points: int = 10) -> ComparisonSet:
+                       ladder_points: int = 10, margin: float = 0.05) -> ComparisonSet:
     from infx.analysis.dataset import NORM_UNITS
 
     pts = [m for m in measured if m.run_id == run_id]
@@ -49,7 +49,7 @@ def compare_agg_disagg(measured: Sequence[Measured], run_id: str, *, x_metric: s
                              f"(aggregated: {', '.join(f'{a.label} {a.points[0].gpus_per_server} GPU(s)' for a in agg) or 'none'})")
                 continue
             for a in same:
-                out.append(_frontier_pair(a, d, at=at, ladder_points=ladder_points))
+                out.append(_frontier_pair(a, d, at=at, ladder_points=ladder_points, margin=margin))
         if not dis:
             notes.append(f"{workload.label}: no disaggregated arm in run {run_id}")
     return ComparisonSet(title=f"aggregated vs disaggregated at equal GPU count, run {run_id} ({NORM_UNITS[norm]})",

@@ -1,6 +1,15 @@
 """Comparisons read off step frontiers: arm A vs arm B at the same interactivity.
 
-Both frontiers are step functions, so the ratio A/B is constant between consecutive breakpoints
+The verdicts are noise-aware (issue 21, ``docs/metrics.md``): at each interactivity target both
+arms' throughput is interpolated linearly between the frontier points around it, with its standard
+error, and the ratio A/B gets a 95 % interval (log scale, Welch). The verdict is "A better by x%"
+(the interval beyond +m, and still so when interactivity shifts by +-m), "B better", "equivalent
+within +-m%" (two one-sided tests at margin ``m``, 90 % interval inside +-m) or "inconclusive: N
+more trials would decide". Arms measured at the same concurrencies are
+also compared point by point (``by_conc``). A winner is only named from intervals across trials.
+
+The step-frontier shape (``ranges``, ``crossovers``) is kept as a description of the point
+estimates: ratio A/B is constant between consecutive breakpoints. Both frontiers are step functions, so the ratio A/B is constant between consecutive breakpoints
 (the frontier points' x values). The comparison walks those intervals over the range both arms
 measured, merges neighbours with the same winner into *ranges* (with a verdict sentence each) and
 reports a *crossover* wherever the winner changes. Outside an arm's measured range nothing is
@@ -24,6 +33,9 @@ if TYPE_CHECKING:
     from infx.analysis.dataset import ArmSeries, Measured
 
 Winner = Literal["a", "b", "tie"]
+Decision = Literal["a", "b", "equivalent", "inconclusive"]
+DEFAULT_MARGIN = 0.05
+MIN_TRIALS_FOR_WINNER = 2
 
 
 class _Model(BaseModel):
@@ -36,6 +48,20 @@ class LadderEntry(_Model):
     b: float | None
     ratio: float | None  # a / b
     note: str = ""
+
+
+class TargetVerdict(_Model):
+    """The noise-aware verdict at one interactivity target (or one concurrency, ``by_conc``)."""
+
+    x: float
+    a: float | None
+    b: float | None
+    ratio: float | None  # a / b (point estimates)
+    ratio_lo: float | None = None  # 95 % interval of the ratio
+    ratio_hi: float | None = None
+    decision: Decision = "inconclusive"
+    trials_needed: int | None = None  # inconclusive: more trials per point that would decide
+    text: str = ""
 
 
 class VerdictRange(_Model):
@@ -69,6 +95,9 @@ class Comparison(_Model):
     ranges: list[VerdictRange]
     crossovers: list[Crossover]
     verdict: list[str]
+    targets: list[TargetVerdict] = Field(default_factory=list)
+    by_conc: list[TargetVerdict] = Field(default_factory=list)
+    margin: float = DEFAULT_MARGIN
 
 
 def _fmt(v: float) -> str:
@@ -102,10 +131,16 @@ def compare_frontiers(
     workload: str = "",
     at: Sequence[float] | None = None,
     ladder_points: int = 10,
-    tie_tolerance: float = 0.02,
+    margin: float = DEFAULT_MARGIN,
+    by_conc: Sequence[tuple[float, Estimate1, Estimate1]] = (),
+    drift: bool = False,
 ) -> Comparison:
-    """Compare two frontiers with the same axes. ``ratio = a / b``; within ``tie_tolerance``
-    (2 %) of 1 the range is a tie."""
+    """Compare two frontiers with the same axes. ``ratio = a / b``. The verdicts (``targets``,
+    ``verdict``) weigh each ratio against its interval and the equivalence ``margin`` (default 5 %);
+    ``by_conc``: (concurrency, A's, B's (y, rel se, df, trials)) of points measured at both."""
+    if margin <= 0 or margin >= 1:
+        raise ValueError(f"equivalence margin must be in (0, 1), not {margin}")
+    tau2 = drift_variance(by_conc) if drift else 0.0
     if a.x_dir is not b.x_dir or a.y_dir is not b.y_dir:
         raise ValueError("frontiers with different axis directions cannot be compared")
     better_y = a.y_dir  # MAX: larger y wins
@@ -143,7 +178,7 @@ def compare_frontiers(
         pa, pb = a.values_at(probes), b.values_at(probes)
         segs: list[tuple[float, float, Winner, float]] = []
         for (s_lo, s_hi), ya, yb in zip(spans, pa.tolist(), pb.tolist()):
-            segs.append((s_lo, s_hi, *_segment_winner(ya, yb, better_y, tie_tolerance)))
+            segs.append((s_lo, s_hi, *_segment_winner(ya, yb, better_y)))
         for s_lo, s_hi, w, r in segs:
             if ranges and ranges[-1].winner == w:
                 prev = ranges[-1]
@@ -151,8 +186,7 @@ def compare_frontiers(
                                                      "ratio_max": max(prev.ratio_max, r)})
             else:
                 ranges.append(VerdictRange(lo=s_lo, hi=s_hi, winner=w, ratio_min=r, ratio_max=r, text=""))
-        ranges = [rg.model_copy(update={"text": _range_text(rg, a_label, b_label, y_label, x_unit, overlap,
-                                                            tie_tolerance)})
+        ranges = [rg.model_copy(update={"text": _range_text(rg, a_label, b_label, y_label, x_unit, overlap)})
                   for rg in ranges]
         decided = [rg for rg in ranges if rg.winner != "tie"]
         for r1, r2 in zip(decided, decided[1:]):
@@ -164,9 +198,26 @@ def compare_frontiers(
                 crossovers.append(Crossover(lo=c_lo, hi=c_hi, before=r1.winner, after=r2.winner,
                                             text=f"crossover {where}: {names[r1.winner]} below, "
                                                  f"{names[r2.winner]} above"))
-        verdict = [rg.text for rg in ranges] + [c.text for c in crossovers]
+        verdict = []
     else:
         verdict = [f"no comparison: {a_label} and {b_label} have no measured {x_label} range in common"]
+    targets: list[TargetVerdict] = []
+    # the same arm in two runs is matched by concurrency (``by_conc``): each point against its twin,
+    # which no shift of interactivity between the runs can move; other pairs at interactivity targets
+    if overlap is not None and not by_conc:
+        for t in targets_in(ladder, overlap):
+            ia, ib = a.interpolate(t), b.interpolate(t)
+            if ia is None or ib is None:
+                continue
+            targets.append(_robust(decide(t, ia, ib, better_y, margin, a_label, b_label, y_label, tau2), a, b, t,
+                                   better_y, margin, a_label, b_label, y_label, tau2))
+        verdict = _group_targets(targets, a_label, b_label, x_unit, margin) + verdict
+    conc_verdicts = [decide(c, ea, eb, better_y, margin, a_label, b_label, y_label, tau2) for c, ea, eb in by_conc]
+    if tau2 > 0:
+        verdict.append(f"run-to-run drift: the matched concurrencies disagree beyond their trial noise; a drift "
+                       f"of ±{(math.exp(math.sqrt(tau2)) - 1) * 100:.1f}% (1 sd) is added to every interval")
+    if conc_verdicts:
+        verdict += [f"at concurrency {_fmt(v.x)}: {v.text}" for v in conc_verdicts]
     for f, label, other in ((a, a_label, b), (b, b_label, a)):
         if f.empty or other.empty:
             continue
@@ -181,12 +232,162 @@ def compare_frontiers(
             verdict.append(f"{label} has no measured points")
     return Comparison(workload=workload, a_label=a_label, b_label=b_label, x_label=x_label, x_unit=x_unit,
                       y_label=y_label, a_range=a_range, b_range=b_range, overlap=overlap, ladder=ladder,
-                      ranges=ranges, crossovers=crossovers, verdict=verdict)
+                      ranges=ranges, crossovers=crossovers, verdict=verdict, targets=targets,
+                      by_conc=conc_verdicts, margin=margin)
 
 
-def _segment_winner(ya: float, yb: float, better_y: Direction, tie_tolerance: float) -> tuple[Winner, float]:
-    """Winner of one interval and its winner/loser ratio (>= 1). A zero on one side makes the
-    ratio unbounded (``math.inf``): the other side wins outright; zero on both sides is a tie."""
+Estimate1 = tuple[float, float, float, float]  # (y, relative se (NaN: none), df, trials)
+
+
+def drift_variance(pairs: Sequence[tuple[float, Estimate1, Estimate1]]) -> float:
+    """Run-to-run drift between two runs of the same arm, as a variance of the log ratio: the
+    DerSimonian-Laird between-point variance of the matched-concurrency log ratios (their spread
+    beyond what each one's trial noise explains). Trials measure noise inside a run; a machine
+    that got busier between the runs moves every point, unevenly, and only this spread shows it.
+    A uniform real change (every concurrency 25 % faster) leaves it near 0. Needs 3 matched points
+    with intervals."""
+    d, w = [], []
+    for _, (ya, ra, _da, _na), (yb, rb, _db, _nb) in pairs:
+        if ya > 0 and yb > 0 and not (math.isnan(ra) or math.isnan(rb)):
+            v = ra * ra + rb * rb
+            if v > 0:
+                d.append(math.log(ya / yb))
+                w.append(1 / v)
+    if len(d) < 3:
+        return 0.0
+    sw = sum(w)
+    mean = sum(wi * di for wi, di in zip(w, d)) / sw
+    q = sum(wi * (di - mean) ** 2 for wi, di in zip(w, d))
+    denom = sw - sum(wi * wi for wi in w) / sw
+    return max(0.0, (q - (len(d) - 1)) / denom) if denom > 0 else 0.0
+
+
+def targets_in(ladder: Sequence[LadderEntry], overlap: tuple[float, float]) -> list[float]:
+    """The ladder's targets inside the common range (at least its two ends)."""
+    lo, hi = overlap
+    ts = [e.x for e in ladder if lo <= e.x <= hi]
+    return ts or ([lo] if lo == hi else [lo, hi])
+
+
+def decide(x: float, ea: Estimate1, eb: Estimate1, better_y: Direction, margin: float, a_label: str,
+           b_label: str, y_label: str, drift_var: float = 0.0) -> TargetVerdict:
+    """The verdict on A vs B from two estimates: the log ratio's 95 % Welch interval names a
+    winner when it lies entirely beyond the margin (+-log(1+margin); and both sides have trials);
+    two one-sided tests (90 % interval inside +-log(1+margin)) say equivalent; otherwise
+    inconclusive, with the trials per point that would shrink the interval enough (the standard
+    error falls as 1/sqrt(trials)). A difference smaller than the margin is never a win."""
+    from infx.metrics.uncertainty import t_critical, welch_df
+
+    ya, ra, da, na = ea
+    yb, rb, db, nb = eb
+    ratio = ya / yb if yb else None
+    base = TargetVerdict(x=x, a=ya, b=yb, ratio=ratio)
+    if (ya <= 0) != (yb <= 0):  # one side served nothing: the other wins outright, whatever the noise
+        a_wins = (yb <= 0) == (better_y is Direction.MAX)
+        win, lose = (a_label, b_label) if a_wins else (b_label, a_label)
+        return base.model_copy(update={"decision": "a" if a_wins else "b",
+                                       "text": f"{win} wins outright over {lose} (ratio unbounded: a {y_label} of 0)"})
+    if ya <= 0 and yb <= 0:
+        return base.model_copy(update={"decision": "equivalent", "text": "equivalent: both are 0"})
+    if math.isnan(ra) or math.isnan(rb):
+        return base.model_copy(update={
+            "trials_needed": 3,
+            "text": f"inconclusive: no interval (measured without --trials or records); "
+                    f"{a_label} / {b_label} = {ya / yb:.2f}x; 3 trials per point would decide"})
+    d = math.log(ya / yb) * (1 if better_y is Direction.MAX else -1)
+    se = math.sqrt(ra * ra + rb * rb + drift_var)
+    df = welch_df(ra, da if math.isfinite(da) else None, rb, db if math.isfinite(db) else None)
+    t95, t90 = t_critical(df, 0.95), t_critical(df, 0.90)
+    lo, hi = d - t95 * se, d + t95 * se
+    sign = 1 if better_y is Direction.MAX else -1
+    r_lo, r_hi = sorted((math.exp(sign * lo), math.exp(sign * hi)))
+    upd: dict[str, object] = {"ratio_lo": r_lo, "ratio_hi": r_hi}
+    bound = math.log1p(margin)
+    n = min(na, nb)
+    within = n < MIN_TRIALS_FOR_WINNER
+    pct = lambda v: f"{(math.exp(v) - 1) * 100:+.1f}%"  # noqa: E731
+    if not within and (lo > bound or hi < -bound):
+        win, lose = (a_label, b_label) if lo > 0 else (b_label, a_label)
+        dd, l2, h2 = (d, lo, hi) if lo > 0 else (-d, -hi, -lo)
+        upd.update(decision="a" if lo > 0 else "b",
+                   text=f"{win} better by {(math.exp(dd) - 1) * 100:.1f}% [{pct(l2)}, {pct(h2)}] in {y_label} "
+                        f"than {lose} (95% CI, {int(n)} trials)")
+    elif abs(d) + t90 * se <= bound:
+        upd.update(decision="equivalent",
+                   text=f"equivalent within ±{margin:.0%} ({a_label} / {b_label} {pct(d)}, "
+                        f"90% CI [{pct(d - t90 * se)}, {pct(d + t90 * se)}], {int(n)} trial(s))")
+    else:
+        # trials shrink the trial noise (1/sqrt(n)), never the run-to-run drift: the factor by which
+        # the trials' variance must fall so that t * sqrt(v_trials / f + drift) fits the room left
+        v_trials = ra * ra + rb * rb
+        need = []
+        for t_c, room in ((t95, abs(d) - bound), (t90, bound - abs(d))):
+            if room > 0 and (t_c * t_c * drift_var) < room * room and v_trials > 0:
+                need.append(v_trials / (room * room / (t_c * t_c) - drift_var))
+        factor = min(need) if need else math.inf
+        total = (max(math.ceil(max(n, 1) * factor), MIN_TRIALS_FOR_WINNER if within else int(n) + 1)
+                 if math.isfinite(factor) else 10**9)
+        more = total - int(n)
+        label = " (within-run interval only: it underestimates run-to-run spread)" if within else ""
+        upd.update(decision="inconclusive", trials_needed=more if math.isfinite(factor) and more <= 1000 else None,
+                   text=(f"inconclusive: {a_label} / {b_label} {pct(d)} [{pct(lo)}, {pct(hi)}]{label}; "
+                         + (f"{more} more trial(s) per point would decide" if math.isfinite(factor) and more <= 1000
+                            else "more trials cannot decide: the run-to-run drift alone is wider than the room "
+                                 "to the margin (rerun both runs, or measure them interleaved)" if drift_var > 0
+                            else "the difference is too close to the margin to decide")))
+    return base.model_copy(update=upd)
+
+
+def _robust(v: TargetVerdict, a: StepFrontier, b: StepFrontier, t: float, better_y: Direction, margin: float,
+            a_label: str, b_label: str, y_label: str, drift_var: float = 0.0) -> TargetVerdict:
+    """A winner at target ``t`` must survive a shift of ``margin`` in interactivity: the winner read
+    at the harder x (``t * (1 + m)``) against the loser at the easier one (``t / (1 + m)``). On a steep
+    frontier a few percent of interactivity moves throughput a lot, and interactivity drifts between
+    runs too; such a target is inconclusive rather than a win."""
+    if v.decision not in ("a", "b"):
+        return v
+    harder, easier = (t * (1 + margin), t / (1 + margin)) if a.x_dir is Direction.MAX else \
+        (t / (1 + margin), t * (1 + margin))
+    win, lose = (a, b) if v.decision == "a" else (b, a)
+    ew, el = win.interpolate(harder), lose.interpolate(easier)
+    if ew is None or el is None:
+        shifted = None
+    else:
+        ea, eb = (ew, el) if v.decision == "a" else (el, ew)
+        shifted = decide(t, ea, eb, better_y, margin, a_label, b_label, y_label, drift_var)
+    if shifted is not None and shifted.decision == v.decision:
+        return v
+    name = a_label if v.decision == "a" else b_label
+    return v.model_copy(update={
+        "decision": "inconclusive", "trials_needed": None,
+        "text": f"inconclusive: {name} leads ({a_label} / {b_label} = "
+                + ("unbounded" if not v.ratio else f"{v.ratio:.2f}x") + f") but not once interactivity shifts by "
+                f"±{margin:.0%} (steep frontier or edge of the measured range; compare by concurrency instead)"})
+
+
+def _group_targets(targets: Sequence[TargetVerdict], a_label: str, b_label: str, x_unit: str,
+                   margin: float) -> list[str]:
+    """One sentence per run of consecutive targets with the same decision."""
+    out: list[str] = []
+    i = 0
+    while i < len(targets):
+        j = i
+        while j + 1 < len(targets) and targets[j + 1].decision == targets[i].decision:
+            j += 1
+        t0, t1 = targets[i], targets[j]
+        where = f"at {_fmt(t0.x)} {x_unit}" if i == j else f"at {_fmt(t0.x)}-{_fmt(t1.x)} {x_unit}"
+        if i == j:
+            out.append(f"{where}: {t0.text}")
+        else:
+            worst = max(targets[i:j + 1], key=lambda v: (v.trials_needed or 0))
+            out.append(f"{where} ({j - i + 1} targets): {worst.text}")
+        i = j + 1
+    return out
+
+
+def _segment_winner(ya: float, yb: float, better_y: Direction) -> tuple[Winner, float]:
+    """Point-estimate leader of one interval and its leader/other ratio (>= 1); equal values
+    (or zero on both sides) are a tie. A zero on one side makes the ratio unbounded."""
     if ya == 0 and yb == 0:
         return "tie", 1.0
     if ya == 0 or yb == 0:
@@ -194,13 +395,13 @@ def _segment_winner(ya: float, yb: float, better_y: Direction, tie_tolerance: fl
         a_wins = a_larger if better_y is Direction.MAX else not a_larger
         return ("a" if a_wins else "b"), math.inf
     ratio = ya / yb if better_y is Direction.MAX else yb / ya
-    if abs(ratio - 1) <= tie_tolerance:
+    if ratio == 1:
         return "tie", ratio
     return ("a", ratio) if ratio > 1 else ("b", 1 / ratio)
 
 
 def _range_text(rg: VerdictRange, a_label: str, b_label: str, y_label: str, x_unit: str,
-                overlap: tuple[float, float], tie_tolerance: float) -> str:
+                overlap: tuple[float, float]) -> str:
     lo, hi = overlap
     if rg.lo <= lo and rg.hi >= hi:
         where = f"across {_fmt(lo)}-{_fmt(hi)} {x_unit}"
@@ -211,7 +412,7 @@ def _range_text(rg: VerdictRange, a_label: str, b_label: str, y_label: str, x_un
     else:
         where = f"between {_fmt(rg.lo)} and {_fmt(rg.hi)} {x_unit}"
     if rg.winner == "tie":
-        return f"{a_label} and {b_label} are within {tie_tolerance:.0%} of each other {where}"
+        return f"{a_label} and {b_label} have equal point estimates {where}"
     name = a_label if rg.winner == "a" else b_label
     other = b_label if rg.winner == "a" else a_label
     if math.isinf(rg.ratio_min):
@@ -243,7 +444,11 @@ def _frontier_pair(sa: ArmSeries, sb: ArmSeries, **kw: object) -> Comparison:
     from infx.analysis.dataset import X_AXES, y_axis
 
     xa = X_AXES[sa.x_metric]
-    return compare_frontiers(sa.frontier(), sb.frontier(), a_label=sa.label, b_label=sb.label,
+    ca, cb = sa.by_conc(), sb.by_conc()
+    match = bool(kw.pop("match_conc", False))
+    pairs = [(float(c), ca[c], cb[c]) for c in sorted(set(ca) & set(cb))] if match else []
+    return compare_frontiers(sa.frontier(), sb.frontier(), a_label=sa.label, b_label=sb.label, by_conc=pairs,
+                             drift=match,
                              x_label=xa.label.lower(), x_unit=xa.unit,
                              y_label=y_axis(sa.y_metric, sa.norm).label.lower(),
                              workload=sa.workload.label, **kw)  # type: ignore[arg-type]
@@ -263,7 +468,8 @@ def _envelope(arms: Sequence["ArmSeries"], run_id: str) -> "ArmSeries":
 
 def compare_arms(measured: Sequence[Measured], run_id: str, a: str | None = None, b: str | None = None, *,
                  x_metric: str = "interactivity", y_metric: str = "total", norm: str = "node",
-                 at: Sequence[float] | None = None, ladder_points: int = 10) -> ComparisonSet:
+                 at: Sequence[float] | None = None, ladder_points: int = 10,
+                 margin: float = DEFAULT_MARGIN) -> ComparisonSet:
     """Arms of one run against each other (``a``/``b`` select arms, e.g. ``tp=2``; without them
     every pair of arms of each workload is compared, fewer GPUs per server first)."""
     from infx.analysis.dataset import match_arm, require_nodes, series
@@ -289,7 +495,7 @@ def compare_arms(measured: Sequence[Measured], run_id: str, a: str | None = None
             if len(arms) < 2:
                 notes.append(f"{workload.label}: only one arm ({arms[0].label}) in run {run_id}; nothing to compare")
         for sa, sb in pairs:
-            out.append(_frontier_pair(sa, sb, at=at, ladder_points=ladder_points))
+            out.append(_frontier_pair(sa, sb, at=at, ladder_points=ladder_points, margin=margin))
     from infx.analysis.dataset import NORM_UNITS
 
     return ComparisonSet(title=f"arms of run {run_id} ({NORM_UNITS[norm]})", norm=norm,
@@ -298,7 +504,8 @@ def compare_arms(measured: Sequence[Measured], run_id: str, a: str | None = None
 
 def compare_runs(measured: Sequence[Measured], run_id: str, baseline: str, *, arm: str | None = None,
                  x_metric: str = "interactivity", y_metric: str = "total", norm: str = "node",
-                 at: Sequence[float] | None = None, ladder_points: int = 10) -> ComparisonSet:
+                 at: Sequence[float] | None = None, ladder_points: int = 10,
+                 margin: float = DEFAULT_MARGIN) -> ComparisonSet:
     """Each arm of ``run_id`` against the same arm (same workload and topology) of ``baseline``."""
     from infx.analysis.dataset import NORM_UNITS, match_arm, require_nodes, series
 
@@ -314,14 +521,15 @@ def compare_runs(measured: Sequence[Measured], run_id: str, baseline: str, *, ar
             if key in mine and key in base:
                 sa, sb = mine[key], base[key]
                 sa.label, sb.label = f"{sa.label} ({run_id})", f"{sb.label} ({baseline})"
-                out.append(_frontier_pair(sa, sb, at=at, ladder_points=ladder_points))
+                out.append(_frontier_pair(sa, sb, at=at, ladder_points=ladder_points, margin=margin,
+                                          match_conc=True))
             elif key in mine:
                 notes.append(f"{workload.label}: {mine[key].label} is new in {run_id} (absent from {baseline})")
             else:
                 notes.append(f"{workload.label}: {base[key].label} is in baseline {baseline} but not in {run_id}")
         if mine and base and (len(mine) > 1 or len(base) > 1 or set(mine) != set(base)):
             out.append(_frontier_pair(_envelope(list(mine.values()), run_id), _envelope(list(base.values()), baseline),
-                                      at=at, ladder_points=ladder_points))
+                                      at=at, ladder_points=ladder_points, margin=margin))
     if not out and not notes:
         notes.append(f"runs {run_id} and {baseline} have no measured points in common workloads")
     return ComparisonSet(title=f"run {run_id} vs baseline {baseline} ({NORM_UNITS[norm]})", norm=norm,

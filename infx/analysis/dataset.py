@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from infx.analysis.perrole import is_disagg
 from infx.analysis.perrole import per_gpu as role_per_gpu
 from infx.analysis.perrole import per_node as role_per_node
 from infx.diagnostics import Diagnostic, InfxError
+
+if TYPE_CHECKING:
+    from infx.metrics.uncertainty import Estimate
 
 XMetric = Literal["interactivity", "interactivity_p90"]
 YMetric = Literal["total", "output", "energy"]  # energy: output tokens per joule (whole deployment)
@@ -116,6 +119,35 @@ class Measured:
         return is_disagg(self.prefill_gpus, self.decode_gpus)
     # telemetry: InferenceX's joules_per_output_token (GPU energy); None unless the point's power was valid
     joules_per_output_token: float | None = None
+    # issue 21: trials behind the figures and result.json ``stats`` (mean + 95 % interval per figure), as JSON
+    trials: int = 1
+    # the packed intervals (infx.results.store.pack_ci): method, df, bounds of output/total tok/s and
+    # interactivity median/P90
+    ci: bytes | None = None
+
+    def estimate(self, key: str) -> "Estimate | None":
+        """The interval of one headline figure (``output_tok_per_s``, ``total_tok_per_s``,
+        ``interactivity_median``, ``interactivity_p90``), if the result carried one (results from
+        before issue 21 did not)."""
+        if self.ci is None or key not in _CI_KEYS:
+            return None
+        from infx.results.store import unpack_ci
+
+        method, df, bounds = unpack_ci(self.ci)
+        b = bounds[_CI_KEYS.index(key)]
+        if b is None:
+            return None
+        rlo, rhi = b
+        mean = {"output_tok_per_s": self.output_tok_per_s, "total_tok_per_s": self.total_tok_per_s,
+                "interactivity_median": self.interactivity_median, "interactivity_p90": self.interactivity_p90}[key]
+        if mean is None:
+            return None
+        lo, hi = mean * rlo, mean * rhi
+        from infx.metrics.uncertainty import CONFIDENCE, Estimate, t_critical
+
+        # the standard error behind the interval: half-width / t (trials) or / z (within-run bootstrap)
+        se = (hi - lo) / 2 / t_critical(df if df else math.inf, CONFIDENCE)
+        return Estimate(mean=mean, lo=lo, hi=hi, n=self.trials, method=method, se=se, df=df)  # type: ignore[arg-type]
 
     @property
     def output_tok_per_j(self) -> float | None:
@@ -153,7 +185,7 @@ SELECT p.run_id, p.point_id, p.model_prefix, p.precision, p.hardware, p.framewor
        r.interactivity_median, r.interactivity_p90, r.output_tok_per_s, r.total_tok_per_s,
        r.ttft_median, r.ttft_p90, r.ttft_p99, r.tpot_median, r.itl_median, r.itl_p90, r.itl_p99,
        r.e2el_median, r.e2el_p90, r.success_rate, s.kv_cache_tokens, p.prefill_gpus, p.decode_gpus, p.disagg,
-       r.checks_json, t.joules_per_output_token
+       r.checks_json, t.joules_per_output_token, r.trials, r.ci
 FROM points p JOIN results r ON r.run_id = p.run_id AND r.point_id = p.point_id
 LEFT JOIN startup s ON s.run_id = p.run_id AND s.point_id = p.point_id
 LEFT JOIN telemetry t ON t.run_id = p.run_id AND t.point_id = p.point_id AND t.power_valid = 1
@@ -203,6 +235,9 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
     if store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='telemetry'").fetchone() is None:
         # a database from before the telemetry table (read-only: not migrated): no energy figures
         sql = sql.replace("t.joules_per_output_token", "NULL").replace(_TELEMETRY_JOIN, "")
+    if "ci" not in {r[1] for r in store.conn.execute("PRAGMA table_info(results)")}:
+        # a database from before issue 21 (read-only: not migrated): one trial, no intervals
+        sql = sql.replace("r.trials, r.ci", "1, NULL")
     if run_ids is not None:
         sql += f" AND p.run_id IN ({', '.join('?' * len(run_ids))})"
         args = tuple(run_ids)
@@ -225,15 +260,19 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
         arm = arms.get(ak)
         if arm is None:
             arm = arms[ak] = ArmKey(*ak)
-        metrics = list(row[16:-5])
-        pg, dg = (row[-5], row[-4]) if row[-3] else (None, None)
-        buffered = streaming_warned(row[-2])
+        # the issue-21 columns (trials, packed intervals) follow the older ones
+        metrics = list(row[16:-7])
+        pg, dg = (row[-7], row[-6]) if row[-5] else (None, None)
+        buffered = streaming_warned(row[-4])
         if buffered:
             metrics[1] = metrics[2] = None  # interactivity median / P90: from a burst, not a stream
         out.append(Measured(run_id, row[1], workload, arm, runner, row[13], row[14], row[15], nodes[key], *metrics,
                             buffered_stream=buffered, prefill_gpus=pg, decode_gpus=dg,
-                            joules_per_output_token=row[-1]))
+                            joules_per_output_token=row[-3], trials=row[-2] or 1, ci=row[-1]))
     return out
+
+
+_CI_KEYS = ("output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90")
 
 
 def streaming_warned(checks_json: str | None) -> bool:
@@ -308,8 +347,45 @@ class ArmSeries:
     def ys(self) -> np.ndarray:
         return np.array([_nan(m.throughput(self.y_metric, self.norm)) for m in self.points], dtype=float)
 
+    def errors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per point: relative standard error of y (NaN: no interval), its degrees of freedom
+        (inf: within-run bootstrap, normal) and the trials behind it."""
+        key = Y_COLUMNS.get(self.y_metric) if self.y_metric != "energy" else None
+        n = len(self.points)
+        rel, df, tr = np.full(n, np.nan), np.full(n, np.inf), np.ones(n)
+        for i, m in enumerate(self.points):
+            e = m.estimate(key) if key else None
+            tr[i] = m.trials
+            if e is None or e.se is None or not e.mean:
+                continue
+            rel[i] = e.se / abs(e.mean)
+            df[i] = e.df if e.df else math.inf
+            tr[i] = e.n
+        return rel, df, tr
+
+    def x_errors(self) -> np.ndarray:
+        """Relative standard error of each point's x (interactivity); 0 where none is known."""
+        key = "interactivity_median" if self.x_metric == "interactivity" else "interactivity_p90"
+        out = np.zeros(len(self.points))
+        for i, m in enumerate(self.points):
+            e = m.estimate(key)
+            if e is not None and e.se is not None and e.mean:
+                out[i] = e.se / abs(e.mean)
+        return out
+
     def frontier(self) -> StepFrontier:
-        return StepFrontier.build(self.xs, self.ys, X_AXES[self.x_metric].direction, Direction.MAX)
+        rel, df, tr = self.errors()
+        return StepFrontier.build(self.xs, self.ys, X_AXES[self.x_metric].direction, Direction.MAX,
+                                  rel_se=rel, df=df, trials=tr, x_rel_se=self.x_errors())
+
+    def by_conc(self) -> dict[int, tuple[float, float, float, float]]:
+        """conc -> (y, relative se, df, trials) of the arm's points (first point of each conc)."""
+        rel, df, tr = self.errors()
+        out: dict[int, tuple[float, float, float, float]] = {}
+        for i, (m, y) in enumerate(zip(self.points, self.ys.tolist())):
+            if not math.isnan(y):
+                out.setdefault(m.conc, (y, float(rel[i]), float(df[i]), float(tr[i])))
+        return out
 
 
 def _nan(v: float | None) -> float:

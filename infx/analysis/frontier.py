@@ -85,10 +85,19 @@ class StepFrontier:
     lo: float
     hi: float
     members: np.ndarray  # indices into the input of the frontier points (ties included)
+    # issue 21: per frontier point, the relative standard error of y (NaN: no interval), its
+    # degrees of freedom (inf: normal / within-run) and the trials behind it
+    rel_se: np.ndarray | None = None
+    df: np.ndarray | None = None
+    trials: np.ndarray | None = None
+    x_rel_se: np.ndarray | None = None  # relative standard error of x (interactivity) per frontier point
 
     @classmethod
     def build(cls, x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
-              x_dir: Direction = Direction.MAX, y_dir: Direction = Direction.MAX) -> StepFrontier:
+              x_dir: Direction = Direction.MAX, y_dir: Direction = Direction.MAX, *,
+              rel_se: Sequence[float] | np.ndarray | None = None, df: Sequence[float] | np.ndarray | None = None,
+              trials: Sequence[int] | np.ndarray | None = None,
+              x_rel_se: Sequence[float] | np.ndarray | None = None) -> StepFrontier:
         xa = np.asarray(x, dtype=float)
         ya = np.asarray(y, dtype=float)
         mask = pareto_mask(xa, ya, x_dir, y_dir)
@@ -96,13 +105,49 @@ class StepFrontier:
         fx, fy = xa[mask], ya[mask]
         order = np.argsort(fx, kind="stable")
         fx, fy = fx[order], fy[order]
+        extra = [None if v is None else np.asarray(v, dtype=float)[mask][order] for v in (rel_se, df, trials, x_rel_se)]
         if fx.size:
             uniq = np.concatenate(([True], fx[1:] != fx[:-1]))
             fx, fy = fx[uniq], fy[uniq]
+            extra = [None if v is None else v[uniq] for v in extra]
         valid = ~(np.isnan(xa) | np.isnan(ya))
         lo = float(xa[valid].min()) if valid.any() else math.nan
         hi = float(xa[valid].max()) if valid.any() else math.nan
-        return cls(fx, fy, x_dir, y_dir, lo, hi, members)
+        return cls(fx, fy, x_dir, y_dir, lo, hi, members, *extra)
+
+    def interpolate(self, t: float) -> tuple[float, float, float, float] | None:
+        """(y, relative se, df, trials) at ``t`` by linear interpolation between the frontier points
+        that bracket it (continuous in ``t``, unlike the step; monotone, since frontier y never rises
+        with better x). Between the measured edge and the first frontier point the step's value holds.
+        None outside the measured range; se NaN where a point has no interval."""
+        if self.empty or not self.covers(t):
+            return None
+        xs, ys = self.xs, self.ys
+        rs = self.rel_se if self.rel_se is not None else np.full(xs.size, np.nan)
+        ds = self.df if self.df is not None else np.full(xs.size, np.inf)
+        ns = self.trials if self.trials is not None else np.ones(xs.size)
+        if xs.size == 1 or t <= xs[0] or t >= xs[-1]:
+            i = 0 if t <= xs[0] else xs.size - 1
+            if self.x_dir is Direction.MAX and t > xs[-1] or self.x_dir is Direction.MIN and t < xs[0]:
+                return None  # beyond the last frontier point no deployment reaches t
+            return float(ys[i]), float(rs[i]), float(ds[i]), float(ns[i])
+        j = int(np.searchsorted(xs, t, side="left"))
+        if xs[j] == t:
+            return float(ys[j]), float(rs[j]), float(ds[j]), float(ns[j])
+        i = j - 1
+        w = (t - xs[i]) / (xs[j] - xs[i])
+        y = (1 - w) * ys[i] + w * ys[j]
+        va = ((1 - w) * ys[i] * rs[i]) ** 2
+        vb = (w * ys[j] * rs[j]) ** 2
+        if self.x_rel_se is not None:  # x is measured too: its error moves y along the segment's slope
+            slope = (ys[j] - ys[i]) / (xs[j] - xs[i])
+            xr = np.nan_to_num(self.x_rel_se, nan=0.0)
+            va += (slope * (1 - w) * xs[i] * xr[i]) ** 2
+            vb += (slope * w * xs[j] * xr[j]) ** 2
+        se = math.sqrt(va + vb) / y if y else math.nan
+        den = (va * va / ds[i] if math.isfinite(ds[i]) else 0.0) + (vb * vb / ds[j] if math.isfinite(ds[j]) else 0.0)
+        df = (va + vb) ** 2 / den if den > 0 else math.inf
+        return float(y), float(se), float(df), float(min(ns[i], ns[j]))
 
     @property
     def empty(self) -> bool:

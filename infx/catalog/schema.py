@@ -225,20 +225,60 @@ class AgenticCodingSearchSpaceEntry(_Conc):
         return self
 
 
+def _check_slo(v: dict[str, dict[str, float]] | None) -> dict[str, dict[str, float]] | None:
+    """Every tier has at least one known ``<metric>_<stat>_ms`` ceiling > 0 (issue 21)."""
+    from infx.catalog.slo import check_tier
+
+    if v is None:
+        return v
+    for name, tier in v.items():
+        for key in tier:
+            try:
+                check_tier({key: tier[key]})
+            except ValueError as exc:
+                raise At(str(exc), name, key) from None
+        if not tier:
+            raise At(f"SLO tier {name!r} has no ceiling (e.g. ttft_p95_ms: 500)", name)
+    return v
+
+
 class SingleNodeFixedSeqLen(_Model):
     isl: int
     osl: int
+    # infx extension (issue 21): trials per point of this scenario (``infx run --trials`` overrides)
+    trials: int | None = Field(None, ge=1, strict=True)
+    slo: dict[str, dict[str, float]] | None = None  # infx extension: SLO tiers, e.g. {interactive: {ttft_p95_ms: 500}}
+
+    @field_validator("slo")
+    @classmethod
+    def _slo(cls, v: dict[str, dict[str, float]] | None) -> dict[str, dict[str, float]] | None:
+        return _check_slo(v)
     search_space: list[SingleNodeSearchSpaceEntry] = Field(alias="search-space")
 
 
 class MultiNodeFixedSeqLen(_Model):
     isl: int
     osl: int
+    # infx extension (issue 21): trials per point of this scenario (``infx run --trials`` overrides)
+    trials: int | None = Field(None, ge=1, strict=True)
+    slo: dict[str, dict[str, float]] | None = None  # infx extension: SLO tiers, e.g. {interactive: {ttft_p95_ms: 500}}
+
+    @field_validator("slo")
+    @classmethod
+    def _slo(cls, v: dict[str, dict[str, float]] | None) -> dict[str, dict[str, float]] | None:
+        return _check_slo(v)
     search_space: list[MultiNodeSearchSpaceEntry] = Field(alias="search-space")
 
 
 class AgenticCodingConfig(_Model):
     search_space: list[AgenticCodingSearchSpaceEntry] = Field(alias="search-space")
+    trials: int | None = Field(None, ge=1, strict=True)  # infx extension (issue 21)
+    slo: dict[str, dict[str, float]] | None = None  # infx extension (issue 21): SLO tiers
+
+    @field_validator("slo")
+    @classmethod
+    def _slo(cls, v: dict[str, dict[str, float]] | None) -> dict[str, dict[str, float]] | None:
+        return _check_slo(v)
     dram_utilization: float | None = Field(None, alias="dram-utilization", gt=0, le=1)
 
     @model_validator(mode="after")

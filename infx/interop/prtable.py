@@ -43,7 +43,13 @@ class Row(_Model):
     published: float | None
     delta: float | None  # measured - published, in the shown unit
     delta_pct: float | None  # 100 * delta / published
-    verdict: Literal["better", "worse", "same", "n/a"]
+    # issue 21: better/worse only when the published value lies outside the measured point's 95 %
+    # interval across trials; "same": the interval and the delta fit within +-5 % of the published
+    # value; "inconclusive": no interval (one trial) or neither holds. The published value's own
+    # spread is unknown (InferenceX measures once), so this is the measured side's noise only.
+    verdict: Literal["better", "worse", "same", "inconclusive", "n/a"]
+    ci_lo: float | None = None  # the measured value's 95 % interval (trials), in the shown unit
+    ci_hi: float | None = None
 
 
 class Pair(_Model):
@@ -115,19 +121,59 @@ def measured_aggs(results_root: Path, run_id: str) -> tuple[list[tuple[str, dict
     return out, refused
 
 
-def _row(key: str, unit: str, scale: float, higher: bool, mine: Any, theirs: Any) -> Row:
+# agg key -> result.json ``stats`` figure whose relative interval it carries
+_STATS_OF = {"tput_per_gpu": "total_tok_per_s", **{f"{p}_ttft": f"ttft_{q}" for p, q in
+             (("median", "median"), ("p90", "p90"), ("p99", "p99"))},
+             **{f"{p}_intvty": f"interactivity_{q}" for p, q in (("median", "median"), ("p90", "p90"))},
+             **{f"{p}_e2el": f"e2el_{q}" for p, q in (("median", "median"), ("p90", "p90"), ("p99", "p99"))}}
+MARGIN = 0.05
+
+
+def _row(key: str, unit: str, scale: float, higher: bool, mine: Any, theirs: Any,
+         rel: tuple[float, float] | None = None) -> Row:
+    """``rel``: the measured interval as factors of the measured value (lo/mean, hi/mean), from trials."""
     m = None if mine is None else float(mine) * scale
     t = None if theirs is None else float(theirs) * scale
     if m is None or t is None:
         return Row(metric=key, unit=unit, measured=m, published=t, delta=None, delta_pct=None, verdict="n/a")
     delta = m - t
     pct = None if t == 0 else 100.0 * delta / t
-    verdict = "same" if delta == 0 else ("better" if (delta > 0) == higher else "worse")
-    return Row(metric=key, unit=unit, measured=m, published=t, delta=delta, delta_pct=pct, verdict=verdict)
+    lo = hi = None
+    verdict: Any = "inconclusive"
+    if rel is not None:
+        lo, hi = m * rel[0], m * rel[1]
+        if t < lo or t > hi:
+            verdict = "better" if (delta > 0) == higher else "worse"
+        elif t and max(abs(lo - t), abs(hi - t)) <= MARGIN * abs(t):
+            verdict = "same"
+    return Row(metric=key, unit=unit, measured=m, published=t, delta=delta, delta_pct=pct, verdict=verdict,
+               ci_lo=lo, ci_hi=hi)
+
+
+def measured_intervals(results_root: Path, run_id: str) -> dict[str, dict[str, tuple[float, float]]]:
+    """point id -> agg key -> (lo/mean, hi/mean) of the points measured with trials."""
+    results = ResultsDir(results_root)
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for point_id in results.points(run_id):
+        try:
+            result = results.read_result(run_id, point_id)
+        except (InfxError, OSError):
+            continue
+        if result is None:
+            continue
+        rel = {}
+        for key, figure in _STATS_OF.items():
+            e = result.stats.get(figure)
+            if e is not None and e.method == "trials" and e.n >= 2 and e.mean:
+                rel[key] = (e.lo / e.mean, e.hi / e.mean)
+        if rel:
+            out[point_id] = rel
+    return out
 
 
 def compare_published(measured: Sequence[tuple[str, dict[str, Any]]], published: Sequence[tuple[str, dict[str, Any]]],
-                      *, run_id: str, published_run: str, not_exported: Sequence[str] = ()) -> PRComparison:
+                      *, run_id: str, published_run: str, not_exported: Sequence[str] = (),
+                      intervals: dict[str, dict[str, tuple[float, float]]] | None = None) -> PRComparison:
     mine = [(pid, AggResult.model_validate(d), d) for pid, d in measured]
     theirs = [(pid, AggResult.model_validate(d), d) for pid, d in published]
     index: dict[tuple[Any, ...], list[tuple[str, Any, dict[str, Any]]]] = {}
@@ -143,7 +189,9 @@ def compare_published(measured: Sequence[tuple[str, dict[str, Any]]], published:
             continue
         tpid, _, td = cands[-1]
         used.add(tpid)
-        rows = [_row(key, unit, scale, higher, d.get(key), td.get(key)) for key, _, unit, scale, higher in METRICS]
+        ci = (intervals or {}).get(pid, {})
+        rows = [_row(key, unit, scale, higher, d.get(key), td.get(key), ci.get(key))
+                for key, _, unit, scale, higher in METRICS]
         pairs.append(Pair(label=label(a), measured_point=pid, published_point=tpid, rows=rows))
     unpublished = [f"{label(a)} ({pid})" for pid, a, _ in theirs if pid not in used]
     return PRComparison(run_id=run_id, published_run=published_run, pairs=pairs, unmatched_measured=unmatched,
@@ -161,7 +209,8 @@ def pr_comparison(store: Any, results_root: Path, run_id: str, published_run: st
         raise InfxError(Diagnostic(f"run {run_id!r} is not a measured run"))
     measured, refused = measured_aggs(results_root, run_id)
     published = [(pid, d) for pid, _, d in imported_aggs(store, published_run)]
-    return compare_published(measured, published, run_id=run_id, published_run=published_run, not_exported=refused)
+    return compare_published(measured, published, run_id=run_id, published_run=published_run, not_exported=refused,
+                             intervals=measured_intervals(results_root, run_id))
 
 
 def fmt(v: float | None, unit: str) -> str:
@@ -179,7 +228,7 @@ def print_table(cmp: PRComparison) -> None:
     console.print(f"\n[bold]InferenceX comparison: {cmp.run_id} (measured) vs {cmp.published_run} (published)[/bold]")
     for pair in cmp.pairs:
         table = Table(title=pair.label, show_edge=False, title_justify="left")
-        for col in ("metric", "unit", "measured", "published", "delta", "delta %"):
+        for col in ("metric", "unit", "measured", "published", "delta", "delta %", "measured 95% CI", "verdict"):
             table.add_column(col, justify="left" if col in ("metric", "unit") else "right")
         for r in pair.rows:
             style = {"better": "green", "worse": "red"}.get(r.verdict, "")
@@ -187,7 +236,9 @@ def print_table(cmp: PRComparison) -> None:
             delta = "-" if r.delta is None else ("+" if r.delta > 0 else "") + fmt(r.delta, r.unit)
             table.add_row(r.metric, r.unit, fmt(r.measured, r.unit), fmt(r.published, r.unit),
                           f"[{style}]{delta}[/{style}]" if style else delta,
-                          f"[{style}]{pct}[/{style}]" if style else pct)
+                          f"[{style}]{pct}[/{style}]" if style else pct,
+                          "-" if r.ci_lo is None or r.ci_hi is None else f"{fmt(r.ci_lo, r.unit)} - {fmt(r.ci_hi, r.unit)}",
+                          r.verdict)
         console.print(table)
     for title, items in (("measured points with no published match", cmp.unmatched_measured),
                          ("published points with no measured match", cmp.unmatched_published),

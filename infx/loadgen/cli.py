@@ -57,6 +57,16 @@ def render_summary(result: "BenchResult") -> None:
         lat.add_row(name, _fmt(s.mean), _fmt(s.median), _fmt(s.std), _fmt(s.p90), _fmt(s.p99), _fmt(s.p999), str(s.count))
     console.print(lat)
 
+    if result.stats:
+        unc = Table(title=_uncertainty_title(result))
+        for col in ("figure", "mean", "95% CI", "n", "samples"):
+            unc.add_column(col, justify="right" if col != "figure" else "left")
+        for key, e in result.stats.items():
+            cert = "" if e.certified is None or e.certified else " (uncertified)"
+            unc.add_row(key, _fmt(e.mean), f"{_fmt(e.lo)} - {_fmt(e.hi)}", str(e.n),
+                        ("-" if e.samples is None else str(e.samples)) + cert)
+        console.print(unc)
+
     chk = Table(title="integrity checks")
     chk.add_column("check")
     chk.add_column("status")
@@ -65,6 +75,39 @@ def render_summary(result: "BenchResult") -> None:
     for c in result.checks:
         chk.add_row(c.name, f"[{colors[c.status]}]{c.status}[/]", c.detail)
     console.print(chk)
+
+
+def _run_search(config: object, tier: dict[str, float], limit: int, out: Path | None) -> int:
+    """``--search max-concurrency``: probes printed as they finish, the result and its probe count."""
+    from infx import atomic
+    from infx.loadgen.config import BenchConfig
+    from infx.loadgen.search import bench_probe, search_max_concurrency
+
+    assert isinstance(config, BenchConfig)
+    start = config.concurrency or 1
+
+    def show(p: object) -> None:
+        typer.echo(f"probe conc={getattr(p, 'conc')}: {'meets' if getattr(p, 'met') else 'misses'} "
+                   f"({getattr(p, 'text')})")
+
+    quiet = config.model_copy(update={"progress": False})
+    name = ",".join(f"{k}:{v:g}" for k, v in tier.items())
+    res = search_max_concurrency(bench_probe(quiet, tier, on_probe=show), tier=name, slo=tier, start=start,
+                                 limit=max(limit, start))
+    typer.echo(res.text)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic.write_json(out / "search.json", res.model_dump(mode="json"))
+        typer.echo(f"wrote {out / 'search.json'}")
+    return 0 if res.max_conc is not None else 1
+
+
+def _uncertainty_title(result: "BenchResult") -> str:
+    n = len(result.trials) or 1
+    method = next(iter(result.stats.values())).method
+    title = f"uncertainty: {n} trial(s), " + ("Student-t across trials" if method == "trials"
+                                             else "within-run bootstrap (underestimates run-to-run spread)")
+    return title + (f"; {result.stop_reason}" if result.stop_reason else "")
 
 
 def register(app: typer.Typer) -> None:
@@ -87,6 +130,16 @@ def register(app: typer.Typer) -> None:
         duration: Optional[float] = typer.Option(None, "--duration", help="Measure for S seconds instead of a request count."),
         warmup: Optional[str] = typer.Option(None, "--warmup", help="Warmup requests (N) or seconds (Ns), excluded from metrics."),
         seed: int = typer.Option(0, "--seed"),
+        trials: int = typer.Option(1, "--trials", help="Run the measured phase N times (warmup before the first only); "
+                                   "figures get a 95% Student-t interval across trials."),
+        max_trials: Optional[int] = typer.Option(None, "--max-trials", help="Adaptive: keep adding trials (from --trials) "
+                                                 "until the output tok/s CI half-width is within --ci-target, or M trials."),
+        ci_target: float = typer.Option(0.05, "--ci-target", help="Adaptive stop: CI half-width as a fraction of the mean."),
+        search: Optional[str] = typer.Option(None, "--search", help="max-concurrency: the largest concurrency meeting "
+                                             "--slo (doubling from --concurrency, then bisection)."),
+        slo_tier: Optional[str] = typer.Option(None, "--slo", help="SLO tier for --search, e.g. ttft_p95_ms:500,tpot_p95_ms:30 "
+                                          "(failed and timed-out requests count as misses)."),
+        search_max: int = typer.Option(1024, "--search-max", help="Highest concurrency --search probes."),
         dataset: str = typer.Option("random", "--dataset", help="random | sharegpt"),
         dataset_path: Optional[Path] = typer.Option(None, "--dataset-path", help="Local ShareGPT JSON/JSONL file."),
         input_len: int = typer.Option(1024, "--input-len", help="Random prompts: input tokens (exact under the tokenizer)."),
@@ -153,6 +206,23 @@ def register(app: typer.Typer) -> None:
                 check_output_dir(out, "--out")
             except InfxError as exc:
                 diags.extend(exc.diagnostics)
+        tier: dict[str, float] = {}
+        if search is not None:
+            from infx.metrics.slo import parse_tier_text
+
+            if search != "max-concurrency":
+                diags.append(Diagnostic(f"--search must be max-concurrency, not {search!r}", path=("--search",)))
+            if not slo_tier:
+                diags.append(Diagnostic("--search max-concurrency needs --slo KEY:MS[,KEY:MS]", path=("--slo",)))
+            else:
+                try:
+                    tier = parse_tier_text(slo_tier)
+                except ValueError as exc:
+                    diags.append(Diagnostic(str(exc), path=("--slo",)))
+            if concurrency is None:
+                concurrency = 1
+        elif slo_tier:
+            diags.append(Diagnostic("--slo is for --search max-concurrency", path=("--slo",)))
         if diags:
             raise InfxError(diags)
         try:
@@ -170,6 +240,9 @@ def register(app: typer.Typer) -> None:
                 warmup_requests=warm_n,
                 warmup_s=warm_s,
                 seed=seed,
+                trials=trials,
+                max_trials=max_trials,
+                ci_target=ci_target,
                 dataset=dataset,  # type: ignore[arg-type]
                 dataset_path=str(dataset_path) if dataset_path else None,
                 input_len=input_len,
@@ -195,6 +268,8 @@ def register(app: typer.Typer) -> None:
                     for e in exc.errors()
                 ]
             ) from None
+        if search is not None:
+            raise typer.Exit(_run_search(config, tier, search_max, out))
         result = run_bench(config)
         if summary:
             render_summary(result)

@@ -29,6 +29,12 @@ class BenchConfig(BaseModel):
     duration_s: float | None = Field(None, gt=0, le=1e8)  # finite: the runner turns it into ns
     warmup_requests: int = Field(0, ge=0, le=100_000_000)
     warmup_s: float = Field(0.0, ge=0, le=1e8)
+    # trials (issue 21): ``trials`` runs of the measured phase (warmup before the first only);
+    # ``max_trials`` > trials: adaptive, more trials until the 95 % CI half-width of the output
+    # throughput is within ``ci_target`` of its mean
+    trials: int = Field(1, ge=1, le=1000)
+    max_trials: int | None = Field(None, ge=1, le=1000)
+    ci_target: float = Field(0.05, gt=0, lt=1)
     seed: int = 0
     # dataset
     dataset: Literal["random", "sharegpt"] = "random"
@@ -69,6 +75,8 @@ class BenchConfig(BaseModel):
             raise ValueError("warmup is a request count or a number of seconds, not both")
         if self.dataset == "sharegpt" and not self.dataset_path:
             raise ValueError("the sharegpt dataset needs --dataset-path")
+        if self.max_trials is not None and self.max_trials < self.trials:
+            raise ValueError(f"--max-trials {self.max_trials} is below --trials {self.trials}")
         if self.workers > 1 and self.concurrency is not None and self.concurrency < self.workers:
             raise ValueError(f"--workers {self.workers} needs --concurrency >= {self.workers} (lanes are sharded over workers)")
         n = self.effective_num_prompts

@@ -465,11 +465,115 @@ def _plans(config: BenchConfig, main: list[Prompt], warm: list[Prompt], target: 
     return plans
 
 
-def execute(config: BenchConfig, *, source: RequestSource | None = None) -> BenchRun:
+def execute(config: BenchConfig, *, source: RequestSource | None = None,
+            on_trial: Callable[[int, BenchResult], None] | None = None) -> BenchRun:
     """Run the bench and return the result with its records (written to ``out_dir`` if set).
 
     ``source``: drive a custom request source (e.g. the agentic replay) instead of the dataset;
-    it runs in this process (``workers`` must be 1), with ``concurrency`` as the cap."""
+    it runs in this process (``workers`` must be 1), with ``concurrency`` as the cap.
+
+    ``config.trials`` > 1 (or ``max_trials``): the measured phase runs once per trial, the warmup
+    only before the first; every trial's records (``trial`` = 0..N-1) and metrics are kept, and
+    ``result.stats`` has each headline figure's mean and Student-t interval across trials. One
+    trial: the intervals are a within-run bootstrap. ``on_trial(k, result)`` follows each trial."""
+    from infx.metrics.trialstats import headline_values, within_run
+
+    if source is not None or (config.trials == 1 and not config.max_trials):
+        run = _execute_once(config, source=source)
+        m = run.result.metrics
+        if source is None and m.completed:
+            window = tuple(run.result.extra["clock"]["window_ns"])
+            run.result.stats = within_run(run.records, headline_values(m), window, seed=config.seed)  # type: ignore[arg-type]
+        if config.out_dir:
+            write_outputs(config.out_dir, run.result, run.records)
+        return run
+    return _execute_trials(config, on_trial)
+
+
+def _execute_trials(config: BenchConfig, on_trial: Callable[[int, BenchResult], None] | None) -> BenchRun:
+    from infx.metrics.result import Trial
+    from infx.metrics.trialstats import headline_values, sample_counts, trial_estimates
+
+    once = config.model_copy(update={"out_dir": None})
+    later = once.model_copy(update={"warmup_requests": 0, "warmup_s": 0.0})
+    limit = config.max_trials or config.trials
+    runs: list[BenchRun] = []
+    stop_reason = None
+    for k in range(limit):
+        run = _execute_once(once if k == 0 else later)
+        for r in run.records:
+            r.trial = k
+        runs.append(run)
+        if on_trial is not None:
+            on_trial(k, run.result)
+        if not run.result.complete:
+            stop_reason = f"interrupted in trial {k + 1}"
+            break
+        if config.max_trials and k + 1 >= max(config.trials, 2):
+            est = trial_estimates([headline_values(x.result.metrics) for x in runs],
+                                  [sample_counts(x.result.metrics) for x in runs]).get("output_tok_per_s")
+            if est is not None and est.half_width_rel <= config.ci_target:
+                stop_reason = (f"converged after {k + 1} trials: 95% CI half-width of output tok/s "
+                               f"{est.half_width_rel:.1%} <= {config.ci_target:.0%} of the mean")
+                break
+    else:
+        if config.max_trials:
+            stop_reason = f"reached --max-trials {limit} before the CI target {config.ci_target:.0%}"
+    records = [r for x in runs for r in x.records]
+    first, last = runs[0].result, runs[-1].result
+    windows = [tuple(x.result.extra["clock"]["window_ns"]) for x in runs]
+    pooled = compute_metrics(records, goodput=config.goodput or None, gpus=config.gpus, nodes=config.nodes,
+                             duration_s=sum(x.result.metrics.throughput.duration_s for x in runs))
+    trials = [Trial(trial=k, started_at=x.result.started_at, ended_at=x.result.ended_at, warmup=(k == 0),
+                    window_ns=windows[k], metrics=x.result.metrics, checks=x.result.checks)  # type: ignore[arg-type]
+              for k, x in enumerate(runs)]
+    stats = trial_estimates([headline_values(x.result.metrics) for x in runs],
+                            [sample_counts(x.result.metrics) for x in runs])
+    result = first.model_copy(update={
+        "complete": all(x.result.complete for x in runs),
+        "ended_at": last.ended_at,
+        "metrics": pooled,
+        "checks": _worst_checks(runs),
+        "extra": {**first.extra, "clock": {**first.extra["clock"], "window_ns": [windows[0][0], windows[-1][1]]}},
+        "trials": trials,
+        "stats": stats,
+        "stop_reason": stop_reason,
+    })
+    if config.out_dir:
+        write_outputs(config.out_dir, result, records)
+    return BenchRun(result=result, records=records)
+
+
+def _steady(records: list[RequestRecord], config: BenchConfig) -> Any:
+    """The point's stationary window; when it trims a ramp, the figures over the window too."""
+    from infx.metrics.steady import steady_state
+
+    st = steady_state(records)
+    if st is None or (st.ramp_up_requests == 0 and st.ramp_down_requests == 0):
+        return st
+    ok = sorted((r for r in records if not r.warmup and r.ok), key=lambda r: r.send_ns)
+    keep = {id(r) for r in ok[st.ramp_up_requests: len(ok) - st.ramp_down_requests]}
+    inside = [r for r in records if r.warmup or id(r) in keep
+              or (not r.ok and not r.warmup and st.start_ns <= r.send_ns <= st.end_ns)]
+    st.metrics = compute_metrics(inside, window_ns=(st.start_ns, st.end_ns), goodput=config.goodput or None,
+                                 gpus=config.gpus, nodes=config.nodes)
+    return st
+
+
+def _worst_checks(runs: list[BenchRun]) -> list[Any]:
+    """Each check at its worst status over the trials (the detail says which trial)."""
+    rank = {"ok": 0, "warn": 1, "fail": 2}
+    worst: dict[str, Any] = {}
+    for k, x in enumerate(runs):
+        for c in x.result.checks:
+            have = worst.get(c.name)
+            if have is None or rank[c.status] > rank[have.status]:
+                detail = c.detail if len(runs) == 1 or c.status == "ok" else f"trial {k + 1}: {c.detail}"
+                worst[c.name] = c.model_copy(update={"detail": detail})
+    return list(worst.values())
+
+
+def _execute_once(config: BenchConfig, *, source: RequestSource | None = None) -> BenchRun:
     target = Target(
         base_url=config.base_url,
         model=config.model,
@@ -564,6 +668,11 @@ def execute(config: BenchConfig, *, source: RequestSource | None = None) -> Benc
         issued=sum(o.issued for o in outputs),
     )
     interrupted = any(o.interrupted for o in outputs)
+    steady = _steady(records, config)
+    if steady is not None:
+        from infx.metrics.result import Check
+
+        checks.append(Check(name="steady_state", status="warn" if steady.trend else "ok", detail=steady.text))
     chunks = sum(len(r.chunk_ns) for r in measured)
     result = BenchResult(
         complete=not interrupted,
@@ -574,6 +683,7 @@ def execute(config: BenchConfig, *, source: RequestSource | None = None) -> Benc
         checks=checks,
         versions=versions,
         point=config.point,
+        steady=steady,
         extra={
             "clock": {"monotonic_ns": anchor_mono, "unix_ns": anchor_unix, "window_ns": [start, end]},
             "client": {
@@ -586,8 +696,6 @@ def execute(config: BenchConfig, *, source: RequestSource | None = None) -> Benc
             },
         },
     )
-    if config.out_dir:
-        write_outputs(config.out_dir, result, records)
     return BenchRun(result=result, records=records)
 
 

@@ -58,6 +58,8 @@ class SyntheticServer:
         faults: Sequence[str] = ("ok",),
         tokens_per_event: int = 1,
         empty_text_every: int = 0,
+        paced: bool = False,
+        slots: int | None = None,
     ) -> None:
         for f in faults:
             if f not in FAULTS:
@@ -66,6 +68,14 @@ class SyntheticServer:
         self.token_interval_s = token_interval_s
         self.tokens_per_event = tokens_per_event
         self.empty_text_every = empty_text_every  # every k-th token has empty text (partial UTF-8)
+        # paced: event j is due at (first event) + j * token_interval_s on the loop clock, so a late
+        # wake-up on a busy machine is caught up instead of adding to every later token: the decode
+        # speed stays known exactly (the verdict tests compare two such servers)
+        self.paced = paced
+        # slots: at most this many requests decode at once (a known capacity); the rest wait for a
+        # free slot before their first token, so TTFT grows past the capacity
+        self.slots = slots
+        self._slots: asyncio.Semaphore | None = None
         self._faults = itertools.cycle(faults)
         self._lock = threading.Lock()
         self.requests: list[dict] = []  # request bodies seen (for assertions)
@@ -126,6 +136,11 @@ class SyntheticServer:
     # --- behaviour ---------------------------------------------------------------------
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         try:
+            if self.slots is not None:
+                if self._slots is None:
+                    self._slots = asyncio.Semaphore(self.slots)  # created on the server's loop
+                async with self._slots:
+                    return await self._serve(request)
             return await self._serve(request)
         except (ConnectionError, asyncio.CancelledError):
             # the client went away (timeouts, resets): nothing to answer
@@ -185,6 +200,8 @@ class SyntheticServer:
         limit = 10**9 if fault == "trickle" else n
         done = 0
         i = 0
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
         while done < limit:
             k = min(self.tokens_per_event, limit - done)
             done += k
@@ -206,7 +223,10 @@ class SyntheticServer:
             if last and fault == "double_finish":
                 await send(chunk("", 0, done, "stop"))
             if not last:
-                await asyncio.sleep(self.token_interval_s)
+                if self.paced:
+                    await asyncio.sleep(max(0.0, t0 + i * self.token_interval_s - loop.time()))
+                else:
+                    await asyncio.sleep(self.token_interval_s)
         await self._final(send, usage_on, prompt_tokens, done, chat)
         return resp
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from infx.matrix.point import Point
 
@@ -32,6 +33,42 @@ def select_points(
         runner_node_filter=runner_node_filter, on_warning=on_warning,
     )
     return [Point.from_row(r) for r in rows]
+
+
+def scenario_field(config_files: Sequence[str | Path], runner_config: str | Path, config_keys: Sequence[str],
+                   field: str) -> dict[str, Any]:
+    """point-id -> the value of ``field`` (an infx extension such as ``trials`` or ``slo``) on the
+    catalog scenario the point comes from (only points whose scenario sets it; ``fixed-seq-len``
+    items are matched on isl/osl)."""
+    from infx.catalog.loader import load_catalog_and_runners
+    from infx.matrix.generate import resolve_keys, test_config_rows
+
+    catalog, runners = load_catalog_and_runners(config_files, runner_config)
+    out: dict[str, Any] = {}
+    for key in resolve_keys(catalog, list(config_keys)):
+        sc = catalog.entries[key].scenarios
+        fixed = {(f.isl, f.osl): getattr(f, field) for f in sc.fixed_seq_len if getattr(f, field)}
+        agentic = next((getattr(a, field) for a in sc.agentic_coding if getattr(a, field)), None)
+        if not fixed and agentic is None:
+            continue
+        for row in test_config_rows(catalog, runners, [key]):
+            p = Point.from_row(row)
+            v = agentic if p.is_agentic else fixed.get((p.isl, p.osl))
+            if v:
+                out[p.point_id] = v
+    return out
+
+
+def scenario_trials(config_files: Sequence[str | Path], runner_config: str | Path,
+                    config_keys: Sequence[str]) -> dict[str, int]:
+    """point-id -> ``trials:`` of the point's catalog scenario."""
+    return scenario_field(config_files, runner_config, config_keys, "trials")
+
+
+def scenario_slo(config_files: Sequence[str | Path], runner_config: str | Path,
+                 config_keys: Sequence[str]) -> dict[str, dict[str, dict[str, float]]]:
+    """point-id -> the SLO tiers (``slo:``) of the point's catalog scenario."""
+    return scenario_field(config_files, runner_config, config_keys, "slo")
 
 
 def keyed_points(

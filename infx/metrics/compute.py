@@ -127,9 +127,11 @@ def compute_metrics(
     goodput: Mapping[str, float] | None = None,
     gpus: int | None = None,
     nodes: int | None = None,
+    duration_s: float | None = None,
 ) -> Metrics:
     """Aggregate records into :class:`Metrics`. ``window_ns`` (monotonic start, end) is the
-    throughput denominator; by default first send -> last end of the measured records."""
+    throughput denominator; by default first send -> last end of the measured records
+    (``duration_s`` overrides it)."""
     all_records = list(records)
     measured = [r for r in all_records if not r.warmup]
     warmup = len(all_records) - len(measured)
@@ -152,7 +154,8 @@ def compute_metrics(
 
     if window_ns is None:
         window_ns = measurement_window(measured)
-    duration_s = max((window_ns[1] - window_ns[0]) / 1e9, 0.0) if window_ns else 0.0
+    if duration_s is None:  # given: the summed windows of several trials (pooled metrics)
+        duration_s = max((window_ns[1] - window_ns[0]) / 1e9, 0.0) if window_ns else 0.0
 
     def rate(x: float) -> float:
         return x / duration_s if duration_s > 0 else 0.0

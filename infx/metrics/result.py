@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from infx.metrics.uncertainty import Estimate
+
 SCHEMA_VERSION = 1
 
 
@@ -97,6 +99,36 @@ class Check(_Model):
     detail: str = ""
 
 
+class SteadyState(_Model):
+    """The point's stationary window (``infx.metrics.steady``) and the figures over it."""
+
+    start_ns: int  # window: first kept request's send ...
+    end_ns: int  # ... to the last kept request's end
+    ramp_up_requests: int  # trimmed before the window
+    ramp_down_requests: int  # trimmed after it
+    kept_requests: int
+    fraction_retained: float
+    latency_rho: float | None = None
+    latency_p: float | None = None
+    throughput_rho: float | None = None
+    throughput_p: float | None = None
+    trend: bool = False
+    text: str = ""
+    metrics: "Metrics | None" = None  # the figures over the window (None: nothing was trimmed)
+
+
+class Trial(_Model):
+    """One trial of a point measured with ``--trials N`` (every trial is kept)."""
+
+    trial: int
+    started_at: float
+    ended_at: float
+    warmup: bool  # this trial was preceded by the point's warmup (only the first one is)
+    window_ns: tuple[int, int]
+    metrics: Metrics
+    checks: list[Check] = Field(default_factory=list)
+
+
 class BenchResult(_Model):
     schema_version: int = SCHEMA_VERSION
 
@@ -116,3 +148,10 @@ class BenchResult(_Model):
     versions: dict[str, str] = Field(default_factory=dict)  # infx, server, python...
     point: dict[str, Any] | None = None  # the matrix row (infx.matrix.point.Point.to_row())
     extra: dict[str, Any] = Field(default_factory=dict)  # scenario-specific (agentic sessions...)
+    # added (issue 21): with --trials N, ``metrics`` pools every trial's requests (throughput over the
+    # summed trial windows) and ``trials`` keeps each one; ``stats`` holds each headline figure's
+    # mean and 95 % interval (across trials, or a within-run bootstrap for a single trial)
+    trials: list[Trial] = Field(default_factory=list)
+    stats: dict[str, Estimate] = Field(default_factory=dict)
+    stop_reason: str | None = None  # adaptive trials: why no further trial ran
+    steady: SteadyState | None = None  # the stationary window (MSER-5) and its figures; None: < 20 requests

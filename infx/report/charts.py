@@ -45,8 +45,9 @@ def frontier_figure(series: Sequence[ArmSeries], run_id: str, title: str,
         xs, ys = s.xs.tolist(), s.ys.tolist()
         fr = s.frontier()
         on = set(fr.members.tolist())
+        bars = _error_bars(s, xs, ys)
         fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="markers+text", name=_name(s, run_id), legendgroup=_name(s, run_id),
+            x=xs, y=ys, mode="markers+text", name=_name(s, run_id), legendgroup=_name(s, run_id), **bars,
             text=[f"c{m.conc}" for m in s.points], textposition="top center", textfont=dict(size=9, color=c),
             marker=dict(color=c, size=[11 if i in on else 7 for i in range(len(xs))],
                         symbol="circle-open" if base else "circle", line=dict(width=1.5, color=c)),
@@ -70,6 +71,35 @@ def frontier_figure(series: Sequence[ArmSeries], run_id: str, title: str,
     return fig
 
 
+def _error_bars(s: ArmSeries, xs: Sequence[float], ys: Sequence[float]) -> dict[str, object]:
+    """95 % intervals of each point (issue 21) as plotly error bars on y (throughput, scaled to the
+    series' normalisation) and x (interactivity); nothing for points measured without them."""
+    ykey = {"total": "total_tok_per_s", "output": "output_tok_per_s"}.get(s.y_metric)
+    xkey = "interactivity_median" if s.x_metric == "interactivity" else "interactivity_p90"
+    out: dict[str, object] = {}
+    for axis, key, values in (("y", ykey, ys), ("x", xkey, xs)):
+        bar = _bar(s, key, values)
+        if bar:
+            out[f"error_{axis}"] = bar
+    return out
+
+
+def _bar(s: ArmSeries, key: str | None, values: Sequence[float | None]) -> dict[str, object] | None:
+    if key is None:
+        return None
+    plus, minus, any_ci = [], [], False
+    for m, v in zip(s.points, values):
+        e = m.estimate(key)
+        if e is None or not e.mean or v is None or v != v:
+            plus.append(0.0)
+            minus.append(0.0)
+            continue
+        any_ci = True
+        plus.append(v * (e.hi / e.mean - 1))
+        minus.append(v * (1 - e.lo / e.mean))
+    return dict(type="data", symmetric=False, array=plus, arrayminus=minus, thickness=1, width=3) if any_ci else None
+
+
 def concurrency_figure(series: Sequence[ArmSeries], run_id: str, title: str) -> go.Figure:
     """Throughput per GPU and interactivity against concurrency."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=(f"{series[0].y_metric.capitalize()} tok/s {NORM_UNITS['gpu']}",
@@ -79,12 +109,16 @@ def concurrency_figure(series: Sequence[ArmSeries], run_id: str, title: str) -> 
         dash = "dash" if s.run_id != run_id else "solid"
         c = col[s.arm.label]
         conc = [m.conc for m in s.points]
-        fig.add_trace(go.Scatter(x=conc, y=[m.throughput(s.y_metric, "gpu") for m in s.points], mode="lines+markers",
+        tput = [m.throughput(s.y_metric, "gpu") for m in s.points]
+        inter = [m.interactivity_median for m in s.points]
+        yb = _bar(s, {"total": "total_tok_per_s", "output": "output_tok_per_s"}.get(s.y_metric), tput)
+        ib = _bar(s, "interactivity_median", inter)
+        fig.add_trace(go.Scatter(x=conc, y=tput, mode="lines+markers",
                                  name=_name(s, run_id), legendgroup=_name(s, run_id),
-                                 line=dict(color=c, dash=dash)), row=1, col=1)
-        fig.add_trace(go.Scatter(x=conc, y=[m.interactivity_median for m in s.points], mode="lines+markers",
+                                 line=dict(color=c, dash=dash), **({"error_y": yb} if yb else {})), row=1, col=1)
+        fig.add_trace(go.Scatter(x=conc, y=inter, mode="lines+markers",
                                  name=_name(s, run_id), legendgroup=_name(s, run_id), showlegend=False,
-                                 line=dict(color=c, dash=dash)), row=1, col=2)
+                                 line=dict(color=c, dash=dash), **({"error_y": ib} if ib else {})), row=1, col=2)
     fig.update_xaxes(type="log", dtick=0.30103, title_text="concurrency")
     fig.update_layout(title=title, **LAYOUT)
     fig.update_layout(**BOTTOM_LEGEND)

@@ -92,6 +92,8 @@ def register(app: typer.Typer) -> None:
         at: Annotated[str | None, typer.Option("--at", help="Interactivity targets, e.g. 10,20,40 "
                                                               "(default: a ladder across the measured range).")] = None,
         ladder: Annotated[int, typer.Option("--ladder", min=2, help="Ladder size when --at is not given.")] = 10,
+        margin: Annotated[float, typer.Option("--margin", help="Equivalence margin (fraction): 'equivalent within "
+                                                                "+-m' by two one-sided tests (default 0.05).")] = 0.05,
         gpus_per_node: GpnOpt = None,
         runners: RunnersOpt = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
@@ -111,6 +113,9 @@ def register(app: typer.Typer) -> None:
                                      ("--x", x, ("interactivity", "interactivity_p90"))):
             if value not in allowed:
                 raise InfxError(Diagnostic(f"{name}: expected one of {', '.join(allowed)}, got {value!r}"))
+        if not 0 < margin < 1:
+            raise InfxError(Diagnostic(f"--margin must be a fraction in (0, 1) such as 0.05, not {margin}",
+                                       path=("--margin",)))
         targets = _parse_targets(at)
         cost_model = _cost_model(tier) if metric == "cost" else None
         store = _open_store(results_root(results), quiet=as_json)
@@ -144,13 +149,13 @@ def register(app: typer.Typer) -> None:
             from infx.analysis.aggdisagg import compare_agg_disagg
 
             cs = compare_agg_disagg(measured, run_id, x_metric=x, y_metric=metric, norm=per, at=targets,
-                                    ladder_points=ladder)
+                                    ladder_points=ladder, margin=margin)
         elif baseline:
             cs = compare_runs(measured, run_id, baseline, arm=arm, x_metric=x, y_metric=metric, norm=per,
-                              at=targets, ladder_points=ladder)
+                              at=targets, ladder_points=ladder, margin=margin)
         else:
             cs = compare_arms(measured, run_id, arm_a, arm_b, x_metric=x, y_metric=metric, norm=per,
-                              at=targets, ladder_points=ladder)
+                              at=targets, ladder_points=ladder, margin=margin)
             if (arm_a or arm_b) and not cs.comparisons:  # a selector that matches no arm is bad input
                 raise InfxError(Diagnostic(cs.notes[0] if cs.notes else f"no arm matches in run {run_id}",
                                            path=("--arm-a" if arm_a else "--arm-b",)))
@@ -163,6 +168,11 @@ def register(app: typer.Typer) -> None:
                 typer.echo(cs.model_dump_json(indent=2))
             return
         _print_comparisons(cs)
+        from infx.analysis.capacity import capacity_lines
+        from infx.results.store import locate_results as _locate
+
+        for line in capacity_lines(_locate(results_root(results))[0], [run_id] + ([baseline] if baseline else [])):
+            typer.echo(line)
         if published is not None:
             from infx.interop.prtable import print_table
 

@@ -116,7 +116,20 @@ def _one_comparison(c: Comparison) -> str:
     unit = f"<br><small>{_e(c.y_label)}</small>"
     table = (f'<table class="ladder"><tr><th>{_e(c.x_label)} ({_e(c.x_unit)})</th><th>A: {_e(c.a_label)}{unit}</th>'
              f"<th>B: {_e(c.b_label)}{unit}</th><th>ratio A/B</th><th>note</th></tr>{rows}</table>")
-    return f'{head}<ul class="verdict">{verdict}</ul>{table}'
+    shape = [r.text for r in c.ranges] + [x.text for x in c.crossovers]
+    shape_html = (f'<p class="shape"><small>point estimates only (step frontiers, noise not weighed): '
+                  f'{_e("; ".join(shape))}</small></p>' if shape else "")
+    return f'{head}<ul class="verdict">{verdict}</ul>{shape_html}{table}'
+
+
+def _ci_note(m: object) -> str:
+    """The 95 % interval of a point's total throughput, as +-% of it, and what it rests on (issue 21)."""
+    e = m.estimate("total_tok_per_s")  # type: ignore[attr-defined]
+    if e is None or not e.mean:
+        return ""
+    half = (e.hi - e.lo) / 2 / abs(e.mean) * 100
+    basis = f"{e.n} trials" if e.method == "trials" else "within-run"
+    return f'<br><small class="ci">&plusmn;{half:.1f}% ({basis})</small>'
 
 
 def point_table(data: ReportData, files_url: str | None = None) -> str:
@@ -141,7 +154,7 @@ def point_table(data: ReportData, files_url: str | None = None) -> str:
         if m is not None:
             cells += [f"<td class=num>{_num(m.interactivity_median, 2)}</td>",
                       f"<td class=num>{_num(m.interactivity_p90, 2)}</td>",
-                      f"<td class=num>{_num(m.throughput('total', 'gpu'))}</td>"]
+                      f"<td class=num>{_num(m.throughput('total', 'gpu'))}{_ci_note(m)}</td>"]
             if norm_node:
                 cells.append(f"<td class=num>{_num(m.throughput('total', 'node'))}</td>")
             cells += [f"<td class=num>{_num(m.throughput('output', 'gpu'))}</td>",

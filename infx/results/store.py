@@ -18,7 +18,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import sqlite3
+import struct
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -115,6 +117,21 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             name TEXT NOT NULL, source TEXT NOT NULL, agg_json TEXT NOT NULL,
             PRIMARY KEY (run_id, point_id))""",
     ]),
+    (7, [  # issue 21: trials and confidence intervals (every trial kept; result.json ``stats`` as JSON)
+        "ALTER TABLE results ADD COLUMN trials INTEGER NOT NULL DEFAULT 1",
+        # the intervals the analysis reads, packed (infx.results.store.pack_ci): method, df and the 95 %
+        # bounds of output/total tok/s and interactivity median/P90; one BLOB keeps ingest cheap
+        "ALTER TABLE results ADD COLUMN ci BLOB",
+        """CREATE TABLE trials (
+            run_id TEXT NOT NULL, point_id TEXT NOT NULL, trial INTEGER NOT NULL,
+            started_at REAL, ended_at REAL, warmup INTEGER NOT NULL, duration_s REAL,
+            issued INTEGER, completed INTEGER, failed INTEGER,
+            request_per_s REAL, output_tok_per_s REAL, total_tok_per_s REAL,
+            interactivity_median REAL, interactivity_p90 REAL,
+            ttft_median REAL, ttft_p90 REAL, ttft_p99 REAL, tpot_median REAL, tpot_p90 REAL,
+            itl_median REAL, e2el_median REAL, e2el_p90 REAL,
+            PRIMARY KEY (run_id, point_id, trial))""",
+    ]),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -125,7 +142,16 @@ _RESULT_COLS = (
     "interactivity_median", "interactivity_p90",
     "ttft_median", "ttft_p90", "ttft_p99", "tpot_median", "tpot_p90", "tpot_p99",
     "itl_median", "itl_p90", "itl_p99", "e2el_median", "e2el_p90", "e2el_p99",
-    "error_classes_json", "checks_json", "versions_json",
+    "error_classes_json", "checks_json", "versions_json", "trials", "ci",
+)
+_CI_KEYS = ("output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90")
+# method (0 trials, 1 within-run), df (NaN: normal), then 4 x (lo, hi) relative to the figure's mean, as
+# single floats (NaN: none): 37 bytes a row; the exact bounds stay in result.json ``stats``
+_CI_FORMAT = struct.Struct("<Bf8f")
+_TRIAL_COLS = (
+    "run_id", "point_id", "trial", "started_at", "ended_at", "warmup", "duration_s", "issued", "completed", "failed",
+    "request_per_s", "output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90",
+    "ttft_median", "ttft_p90", "ttft_p99", "tpot_median", "tpot_p90", "itl_median", "e2el_median", "e2el_p90",
 )
 _POINT_COLS = (
     "run_id", "point_id", "digest", "model", "model_prefix", "hardware", "runner", "framework",
@@ -151,6 +177,7 @@ _POINT_TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("telemetry", _TELEMETRY_COLS, "telemetry"),
     ("evals", EVAL_COLS, "evals"),
     ("eval_answers", ANSWER_COLS, "answers"),
+    ("trials", _TRIAL_COLS, "trials"),
 )
 
 
@@ -168,6 +195,7 @@ class _Rows:
         self.telemetry: list[tuple[Any, ...]] = []
         self.evals: list[tuple[Any, ...]] = []
         self.answers: list[tuple[Any, ...]] = []
+        self.trials: list[tuple[Any, ...]] = []
         self._topology: dict[tuple[Any, ...], str] = {}
         self._json: dict[tuple[Any, ...], str] = {}  # small JSON columns repeat: encode each once
         #: Bundles whose rows SQLite cannot hold (an integer past 64 bits, a mapping where a value
@@ -244,7 +272,15 @@ class _Rows:
                 m.itl_ms.median, m.itl_ms.p90, m.itl_ms.p99,
                 m.e2el_ms.median, m.e2el_ms.p90, m.e2el_ms.p99,
                 self._json_map(m.error_classes),
-                self._json_checks(r), self._json_map(r.versions)))
+                self._json_checks(r), self._json_map(r.versions), max(1, len(r.trials)), pack_ci(r)))
+            for tr in r.trials:
+                tm, tt = tr.metrics, tr.metrics.throughput
+                self.trials.append((
+                    *key, tr.trial, tr.started_at, tr.ended_at, int(tr.warmup), tt.duration_s,
+                    tm.issued, tm.completed, tm.failed, tt.request_per_s, tt.output_tok_per_s, tt.total_tok_per_s,
+                    tm.interactivity_median, tm.interactivity_p90, tm.ttft_ms.median, tm.ttft_ms.p90,
+                    tm.ttft_ms.p99, tm.tpot_ms.median, tm.tpot_ms.p90, tm.itl_ms.median, tm.e2el_ms.median,
+                    tm.e2el_ms.p90))
             trow = telemetry_row(b.run_id, p.point_id, r.extra)
             if trow is not None:
                 self.telemetry.append(trow)
@@ -258,6 +294,28 @@ class _Rows:
             row, answers = eval_rows(b.run_id, p.point_id, b.evaluation)
             self.evals.append(row)
             self.answers.extend(answers)
+
+
+def pack_ci(r: BenchResult) -> bytes | None:
+    """The intervals the analysis reads (``_CI_KEYS``) packed into 80 bytes; the full ``stats``
+    (every figure, per-trial values, standard errors) stays in result.json."""
+    st = r.stats
+    if not st:
+        return None
+    first = next(iter(st.values()))
+    nan = math.nan
+    vals: list[Any] = [0 if first.method == "trials" else 1, nan if first.df is None else first.df]
+    for k in _CI_KEYS:
+        e = st.get(k)
+        vals += (nan, nan) if e is None or not e.mean else (e.lo / e.mean, e.hi / e.mean)
+    return _CI_FORMAT.pack(*vals)
+
+
+def unpack_ci(blob: bytes) -> tuple[str, float | None, list[tuple[float, float] | None]]:
+    """(method, df, bounds relative to the mean per ``_CI_KEYS``) of :func:`pack_ci`."""
+    v = _CI_FORMAT.unpack(blob)
+    bounds = [None if math.isnan(v[i]) else (v[i], v[i + 1]) for i in range(2, 10, 2)]
+    return ("trials" if v[0] == 0 else "within-run"), (None if math.isnan(v[1]) else v[1]), bounds
 
 
 # --------------------------------------------------------------------------- identity

@@ -69,6 +69,18 @@ def register(app: typer.Typer) -> None:
         max_error_rate: float = typer.Option(0.0, "--max-error-rate", help="A point with more failed requests "
                                              "than this fraction is failed (its result is kept)."),
         prompts_per_conc: int = typer.Option(10, "--prompts-per-conc", help="Requests per point = conc x this."),
+        trials: Optional[int] = typer.Option(None, "--trials", help="Trials per point (warmup before the first only); "
+                                             "default: the catalog scenario's trials:, else 1."),
+        max_trials: Optional[int] = typer.Option(None, "--max-trials", help="Adaptive: add trials until the output "
+                                                 "tok/s 95% CI half-width is within --ci-target, at most M."),
+        ci_target: float = typer.Option(0.05, "--ci-target", help="Adaptive stop: CI half-width / mean."),
+        search: Optional[str] = typer.Option(None, "--search", help="max-concurrency: per launch, the largest "
+                                             "concurrency meeting --slo TIER (doubling, then bisection)."),
+        slo: Optional[str] = typer.Option(None, "--slo", help="SLO tier for --search, declared under slo: on "
+                                          "the scenario in the catalog."),
+        search_max: int = typer.Option(1024, "--search-max", help="Highest concurrency --search probes."),
+        stop_at_saturation: bool = typer.Option(False, "--stop-at-saturation", help="Skip an arm's higher "
+                                                "concurrencies once one saturated (recorded skipped-saturated)."),
         preflight: bool = typer.Option(True, "--preflight/--no-preflight", help="Gate points with the preflight "
                                        "checks (a rejected point is skipped, never launched)."),
         agentic_traces: Optional[Path] = typer.Option(None, "--agentic-traces", help="Trace file (weka JSONL) "
@@ -107,6 +119,18 @@ def register(app: typer.Typer) -> None:
 
         ws = current()
 
+        if trials is not None and trials < 1:
+            raise InfxError(Diagnostic(f"--trials must be >= 1, not {trials}", path=("--trials",)))
+        if max_trials is not None and max_trials < max(trials or 1, 2):
+            raise InfxError(Diagnostic(f"--max-trials must be >= 2 and >= --trials, not {max_trials}",
+                                       path=("--max-trials",)))
+        if not 0 < ci_target < 1:
+            raise InfxError(Diagnostic(f"--ci-target must be a fraction in (0, 1), not {ci_target}",
+                                       path=("--ci-target",)))
+        if search is not None and search != "max-concurrency":
+            raise InfxError(Diagnostic(f"--search must be max-concurrency, not {search!r}", path=("--search",)))
+        if slo is not None and search is None:
+            raise InfxError(Diagnostic("--slo TIER is for --search max-concurrency", path=("--slo",)))
         if backend not in ("local", "slurm"):
             raise InfxError(Diagnostic(f"--backend must be local or slurm, not {backend!r}"))
         if gpu_telemetry not in ("auto", "nvidia", "amd", "none"):
@@ -153,7 +177,9 @@ def register(app: typer.Typer) -> None:
             baseline_run=baseline_run, description=description,
             telemetry=TelemetryOptions(enabled=telemetry, gpu=gpu_telemetry),  # type: ignore[arg-type]
             preflight=preflight, load=LoadProfile(
-                prompts_per_conc=prompts_per_conc, agentic_traces=str(agentic_traces.resolve()) if agentic_traces
+                prompts_per_conc=prompts_per_conc, trials=trials, max_trials=max_trials, ci_target=ci_target,
+                search=search, slo_tier=slo, search_max=search_max, stop_at_saturation=stop_at_saturation,
+                agentic_traces=str(agentic_traces.resolve()) if agentic_traces
                 else None, agentic_duration_s=agentic_duration))
         prep = prepare(req)
         if dry_run:
@@ -273,15 +299,21 @@ def register(app: typer.Typer) -> None:
             show_kv = any(p.kv for p in s.points)
             show_eval = any(p.eval for p in s.points)
             show_cost = any(p.cost for p in s.points)
-            for col in ("point", "conc", "state", *(("kv tokens predicted/logged",) if show_kv else ()),
+            show_trials = any(p.trials for p in s.points)
+            for col in ("point", "conc", "state", *(("trials: output tok/s, 95% CI",) if show_trials else ()),
+                        *(("kv tokens predicted/logged",) if show_kv else ()),
                         *(("eval",) if show_eval else ()),
                         *((f"$/Mtok ({getattr(cost, 'tier', '')})",) if show_cost else ()), "reason"):
                 t.add_column(col)
             colours = {"done": "green", "failed": "red", "skipped": "yellow", "running": "cyan", "queued": "blue"}
             for p in s.points:
                 c = colours.get(p.state, "white")
-                t.add_row(p.point_id, p.conc, f"[{c}]{p.state}[/{c}]", *((p.kv,) if show_kv else ()),
-                          *((p.eval,) if show_eval else ()), *((p.cost,) if show_cost else ()), p.reason[:100])
+            show_cost = any(p.cost for p in s.points)
+            show_trials = any(p.trials for p in s.points)
+            for col in ("point", "conc", "state", *(("trials: output tok/s, 95% CI",) if show_trials else ()),
+                        *(("kv tokens predicted/logged",) if show_kv else ()),
+                        *(("eval",) if show_eval else ()),
+                        *((f"$/Mtok ({getattr(cost, 'tier', '')})",) if show_cost else ()), "reason"):
             console.print(t)
             if s.jobs:
                 console.print("slurm jobs: " + ", ".join(f"{j} {st}" for j, st in sorted(s.jobs.items())))

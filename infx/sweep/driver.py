@@ -264,6 +264,14 @@ def _config_keys_of(request: RunRequest, wanted: set[str]) -> dict[str, str]:
 def prepare(request: RunRequest, *, points: list[Point] | None = None,
             render: Callable[[Point], Any] | None = None) -> Prepared:
     pts = points if points is not None else select(request)
+    if points is None and request.changelog is None and request.config_keys and request.load.trials is None:
+        from infx.matrix.select import scenario_trials
+
+        by_point = scenario_trials(request.config_files, request.runner_config, request.config_keys)
+        if by_point:
+            request = request.model_copy(update={"load": request.load.model_copy(update={"trials_by_point": by_point})})
+    if request.load.search is not None:
+        request = _with_slo(request, pts)
     from infx.sweep.evalbridge import eval_launch_point
 
     pts = [eval_launch_point(p) for p in pts]  # eval-only points launch at the eval context
@@ -278,6 +286,28 @@ def prepare(request: RunRequest, *, points: list[Point] | None = None,
     run_id = request.run_id or (request.changelog.run_id() if request.changelog is not None
                                 else default_run_id(request.config_keys, request.evals))
     return Prepared(request, run_id, pts, groups, rejects)
+
+
+def _with_slo(request: RunRequest, points: list[Point]) -> RunRequest:
+    """The tier ``--slo`` names, per selected point, from the points' catalog scenarios; a tier
+    that no selected scenario declares is bad input."""
+    from infx.matrix.select import scenario_slo
+
+    tier = request.load.slo_tier
+    if not tier:
+        raise InfxError(Diagnostic("--search max-concurrency needs --slo TIER (a tier declared under slo: "
+                                   "on the scenario in the catalog)"))
+    declared = scenario_slo(request.config_files, request.runner_config, request.config_keys) if request.config_keys \
+        else {}
+    wanted = {p.point_id for p in points}
+    by_point = {pid: tiers[tier] for pid, tiers in declared.items() if tier in tiers and pid in wanted}
+    if not by_point:
+        known = sorted({t for tiers in declared.values() for t in tiers})
+        raise InfxError(Diagnostic(f"SLO tier {tier!r} is not declared by any selected scenario "
+                                   f"(declared: {', '.join(known) or 'none'}; add slo: {{{tier}: {{ttft_p95_ms: 500}}}} "
+                                   "to the scenario in the catalog)", request.config_files[0] if request.config_files
+                                   else None))
+    return request.model_copy(update={"load": request.load.model_copy(update={"slo_by_point": by_point})})
 
 
 def write_plan(prep: Prepared) -> RunPlan:
@@ -343,7 +373,8 @@ def finish_invocation(rd: RunDir) -> None:
 def options_of(request: RunRequest, **over: Any) -> SweepOptions:
     opts = SweepOptions(fail_fast=request.fail_fast, rerun_failed=request.rerun_failed,
                         ready_timeout=request.ready_timeout, max_error_rate=request.max_error_rate,
-                        load_key=request.load.key())
+                        load_key=request.load.key(), search=request.load.search is not None,
+                        stop_at_saturation=request.load.stop_at_saturation)
     for k, v in over.items():
         setattr(opts, k, v)
     return opts

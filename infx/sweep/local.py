@@ -206,6 +206,21 @@ class LocalMeasurer:
         self.telemetry: TelemetryOptions = telemetry or TelemetryOptions()
         self._warned: set[str] = set()
 
+    def search(self, point: Point, engine: Any) -> Any:
+        """``--search max-concurrency``: the largest concurrency meeting the point's SLO tier on this
+        running engine (doubling from the point's concurrency, then bisection); None without a tier."""
+        from infx.loadgen.search import bench_probe, search_max_concurrency
+        from infx.sweep.loadbridge import bench_config
+
+        tier = self.load.slo_by_point.get(point.point_id)
+        if not tier:
+            return None
+        base = bench_config(point, engine, self.load).model_copy(update={"trials": 1, "max_trials": None})
+        start = base.concurrency or 1
+        probe = bench_probe(base, tier, prompts_per_conc=self.load.prompts_per_conc, min_prompts=self.load.min_prompts)
+        return search_max_concurrency(probe, tier=self.load.slo_tier or "tier", slo=tier, start=start,
+                                      limit=max(self.load.search_max, start))
+
     def measure(self, point: Point, engine: Any, point_dir: Path, progress: ProgressFn | None = None
                 ) -> BenchResult:
         from infx.sweep.loadbridge import run_point_load

@@ -66,6 +66,8 @@ class SweepOptions:
     relaunch_per_point: bool = False  # benchmark arm: no launch reuse
     log_tail_lines: int = 40
     load_key: str | None = None  # LoadProfile.key(): stored in each status; None: load not compared on resume
+    search: bool = False  # capacity search per launch group instead of the listed points (issue 21)
+    stop_at_saturation: bool = False  # skip an arm's higher concurrencies once one saturated
 
 
 @dataclass
@@ -273,13 +275,27 @@ class Orchestrator:
             for r in facts.port_retries:
                 self.emit(ev.Note(f"{r.role} lost port {r.port} ({r.message}); relaunched on port {r.new_port}"))
             dead: LaunchFailed | None = None
-            for point in group.points:
+            if self.options.search:
+                self._search(group, engine)
+                record.state = "done"
+                return summary
+            saturated_at: int | None = None
+            prev: tuple[float, float | None] | None = None
+            for point in (sorted(group.points, key=lambda p: min(p.concs)) if self.options.stop_at_saturation
+                          else group.points):
+                if saturated_at is not None:
+                    self._skip_saturated(point, group, saturated_at, summary)
+                    continue
                 if dead is not None:
                     self._fail(point, group, f"engine-died:{dead.reason}", "engine died earlier in this group",
                                dead.log_tail, summary)
                     continue
                 dead = self._measure_point(point, group, engine, facts, summary)
                 finalise_point(self.run_dir, point, group, engine, self.measurer, self.evaluator, self.emit)
+                if self.options.stop_at_saturation and dead is None and point.point_id in summary.done:
+                    sat, prev = self._saturated(point, prev)
+                    if sat:
+                        saturated_at = min(point.concs)
             if dead is not None:
                 record.state, record.reason = "failed", f"engine-died:{dead.reason}"
             elif summary.failed:
@@ -457,6 +473,52 @@ class Orchestrator:
         t = m.throughput
         self.emit(ev.PointFinished(pid, "done", None, t.request_per_s, t.output_tok_per_s))
         return None
+
+    # ----------------------------------------------------------------- issue 21: search, saturation
+    def _search(self, group: LaunchGroup, engine: RunningEngine) -> None:
+        """The capacity search on this launch: the group's lowest-concurrency point is the template;
+        the result (every probe) goes to ``RUN/search/<fingerprint>.json``."""
+        from infx import atomic
+
+        searcher = getattr(self.measurer, "search", None)
+        if searcher is None:
+            self.emit(ev.Note("this measurer cannot run a capacity search"))
+            return
+        template = min(group.points, key=lambda p: min(p.concs))
+        res = searcher(template, engine)
+        if res is None:
+            self.emit(ev.Note(f"{template.point_id}: its scenario declares no such SLO tier; no search"))
+            return
+        out = self.run_dir.root / "search" / f"{group.fingerprint}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_json(out, {"template_point": template.point_id, **res.model_dump(mode="json")})
+        self.emit(ev.Note(f"{template.point_id} (launch {group.fingerprint[:12]}): {res.text}"))
+
+    def _saturated(self, point: Point, prev: tuple[float, float | None] | None
+                   ) -> tuple[bool, tuple[float, float | None] | None]:
+        """Whether the point just measured saturated its arm: the online detector on its records, or
+        (against the previous concurrency) more load bought no throughput while TTFT grew."""
+        from infx.metrics.slo import ladder_saturated, saturation
+        from infx.records import RECORDS_FILE, read_records
+
+        try:
+            result = self.run_dir.results.read_result(self.run_dir.run_id, point.point_id)
+        except Exception:  # noqa: BLE001 - no result: nothing to judge
+            return False, prev
+        cur = (result.metrics.throughput.output_tok_per_s, result.metrics.ttft_ms.median)
+        online = False
+        path = self.run_dir.point_dir(point.point_id) / RECORDS_FILE
+        if path.is_file():
+            online = saturation(read_records(path)).saturated
+        return online or (prev is not None and ladder_saturated(prev, cur)), cur
+
+    def _skip_saturated(self, point: Point, group: LaunchGroup, at: int, summary: SweepSummary) -> None:
+        reason = f"skipped: the arm saturated at concurrency {at} (--stop-at-saturation)"
+        self.run_dir.write_status(point.point_id, PointStatus(state="skipped", failure_class="skipped-saturated",
+                                                              reason=reason, launch_fingerprint=group.fingerprint,
+                                                              load_profile=self.options.load_key))
+        summary.skipped.append(point.point_id)
+        self.emit(ev.PointFinished(point.point_id, "skipped", reason, None, None))
 
     # ----------------------------------------------------------------- helpers
     def _fail(self, point: Point, group: LaunchGroup, reason: str, detail: str, tail: str, summary: SweepSummary,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class LoadProfile(BaseModel):
@@ -20,6 +21,25 @@ class LoadProfile(BaseModel):
     seed: int = 0
     agentic_traces: str | None = None  # weka-format traces for agentic points; None: synthesized into the run dir
     agentic_duration_s: float | None = None  # overrides the point's duration (short CI runs)
+
+    # trials (issue 21): ``trials`` (``--trials``) overrides the catalog scenario's ``trials:``
+    # (``trials_by_point``, filled by the sweep from the catalog); default one trial
+    trials: int | None = Field(None, ge=1)
+    max_trials: int | None = Field(None, ge=1)  # adaptive: up to this many, until the CI target
+    ci_target: float = Field(0.05, gt=0, lt=1)
+    trials_by_point: dict[str, int] = Field(default_factory=dict)
+    # capacity search (``--search max-concurrency --slo TIER``): per launch group, the largest
+    # concurrency meeting the tier its scenario declares (``slo_by_point``, from the catalog)
+    search: Literal["max-concurrency"] | None = None
+    slo_tier: str | None = None
+    slo_by_point: dict[str, dict[str, float]] = Field(default_factory=dict)
+    search_max: int = Field(1024, ge=1)
+    # ``--stop-at-saturation``: an arm's higher concurrencies are skipped (skipped-saturated) once
+    # one of its points saturated (more load bought no throughput, TTFT grew; or TTFT kept rising)
+    stop_at_saturation: bool = False
+
+    def trials_for(self, point_id: str) -> int:
+        return self.trials or self.trials_by_point.get(point_id, 1)
 
     def num_prompts(self, conc: int) -> int:
         return max(self.min_prompts, conc * self.prompts_per_conc)

@@ -25,6 +25,7 @@ class PointState:
     kv: str = ""  # KV capacity predicted/logged at start-up, e.g. "1048576/98304 (mismatch)"
     eval: str = ""  # run-eval points: "pass 0.812 (>= 0.8)", "accuracy-fail 0.012 (< 0.8)", "failed: ...", "pending"
     cost: str = ""  # done points: "$0.325/Mtok" in the cost table's tier (read time, infx.analysis.cost), or "not priced: ..."
+    trials: str = ""  # done points: "3 trials: 463 tok/s ±7.8%" (output throughput, 95 % CI; issue 21)
 
 
 @dataclass
@@ -90,7 +91,8 @@ def run_state(rd: RunDir, cost: Any = None) -> RunState:
         if st is not None and (fp is None or st.launch_fingerprint in (fp, None, "")):
             reason = f"{st.failure_class or ''} {st.reason}".strip() if st.state != "done" else ""
             out.append(PointState(pid, st.state, conc, reason, kv=kv_text(st.startup), eval=ev,
-                                  cost=cost(rd, pid, pf) if (cost is not None and st.state == "done" and pf) else ""))
+                                  cost=cost(rd, pid, pf) if (cost is not None and st.state == "done" and pf) else "",
+                                  trials=trials_text(rd, pid) if st.state == "done" else ""))
             continue
         rec = records.get(fp) if fp else None
         qstate = slurm.group_queue_state(plan, fp, queue) if (plan is not None and fp) else None
@@ -102,6 +104,20 @@ def run_state(rd: RunDir, cost: Any = None) -> RunState:
         else:
             out.append(PointState(pid, "pending", conc, eval=ev))
     return RunState(rd.run_id, out, jobs)
+
+
+def trials_text(rd: RunDir, point_id: str) -> str:
+    """A done point's trials and the 95 % interval of its output throughput, as one cell."""
+    try:
+        result = rd.results.read_result(rd.run_id, point_id)
+    except (InfxError, OSError):
+        return ""
+    e = result.stats.get("output_tok_per_s")
+    n = len(result.trials) or 1
+    if e is None or not e.mean:
+        return f"{n} trial(s)"
+    basis = "" if e.method == "trials" else " within-run"
+    return f"{n} trial(s): {e.mean:,.1f} tok/s ±{(e.hi - e.lo) / 2 / abs(e.mean):.1%}{basis}"
 
 
 def eval_text(point_dir: Path, wants_eval: bool) -> str:

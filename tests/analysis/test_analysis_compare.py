@@ -58,8 +58,10 @@ def test_crossover_where_winner_changes() -> None:
     (x,) = c.crossovers
     assert (x.lo, x.hi, x.before, x.after) == (20, 20, "a", "b")
     assert "crossover at 20" in x.text
-    assert c.verdict[0] == "TP=2 gives 1.20x-2.40x the total tok/s per node of TP=4 below 20.0 tok/s/user"
-    assert c.verdict[1].startswith("TP=4 gives 1.50x-2.50x the total tok/s per node of TP=2 above 20.0")
+    assert c.ranges[0].text == "TP=2 gives 1.20x-2.40x the total tok/s per node of TP=4 below 20.0 tok/s/user"
+    assert c.ranges[1].text.startswith("TP=4 gives 1.50x-2.50x the total tok/s per node of TP=2 above 20.0")
+    # without intervals (one trial, no records) no winner is named
+    assert all(v.decision == "inconclusive" for v in c.targets) and "no interval" in c.verdict[0]
 
 
 def test_comparison_refuses_to_extrapolate() -> None:
@@ -84,11 +86,19 @@ def test_disjoint_ranges_give_no_verdict() -> None:
     assert all(e.ratio is None for e in c.ladder)
 
 
-def test_ties_within_tolerance() -> None:
+def test_no_fixed_tie_band() -> None:
+    # 1 % apart: the point estimates differ (no 2 % tie band any more); with no interval the verdict
+    # is inconclusive, with tight intervals across trials it is "equivalent within 5 %"
     a = StepFrontier.build([10, 20], [1000, 500])
     b = StepFrontier.build([10, 20], [1010, 505])
     c = compare_frontiers(a, b, a_label="A", b_label="B")
-    assert [r.winner for r in c.ranges] == ["tie"] and c.crossovers == []
+    assert [r.winner for r in c.ranges] == ["b"]
+    assert {v.decision for v in c.targets} == {"inconclusive"}
+    tight = dict(rel_se=[0.005, 0.005], df=[4, 4], trials=[5, 5])
+    a = StepFrontier.build([10, 20], [1000, 500], **tight)
+    b = StepFrontier.build([10, 20], [1010, 505], **tight)
+    c = compare_frontiers(a, b, a_label="A", b_label="B")
+    assert {v.decision for v in c.targets} == {"equivalent"} and "equivalent within ±5%" in c.verdict[0]
 
 
 def test_default_ladder_spans_both_measured_ranges() -> None:
@@ -185,6 +195,7 @@ def test_zero_on_one_side_loses_with_unbounded_ratio() -> None:
     c = compare_frontiers(a, b, a_label="A", b_label="B", at=[15])
     assert [(r.winner, r.ratio_min) for r in c.ranges] == [("a", math.inf)]
     assert "A wins outright over B" in c.verdict[0] and "unbounded" in c.verdict[0]
+    assert c.targets[0].decision == "a"
     assert c.ladder[0].ratio is None and "ratio unbounded: B is 0" in c.ladder[0].note
     # A's frontier is 0 throughout: B wins (before the fix: "a wins" at ratio inf)
     c = compare_frontiers(b, a, a_label="B0", b_label="A1", at=[15])
@@ -209,3 +220,110 @@ def test_zero_in_part_of_the_range_keeps_finite_ratios_elsewhere() -> None:
     (rg,) = c.ranges
     assert rg.winner == "a" and rg.ratio_min == pytest.approx(2.0) and math.isinf(rg.ratio_max)
     assert "2.00x or more" in rg.text
+
+
+def _est(rel: float, n: int) -> dict:
+    return dict(rel_se=[rel] * 3, df=[n - 1] * 3, trials=[n] * 3)
+
+
+def test_noise_aware_verdicts_winner_equivalent_inconclusive() -> None:
+    xs = [10, 20, 40]
+    base = [4000.0, 2400.0, 400.0]
+    b = StepFrontier.build(xs, base, **_est(0.01, 3))
+    # 30 % better with 1 % standard errors: A better, and the interval covers the true 1.30
+    a = StepFrontier.build(xs, [y * 1.3 for y in base], **_est(0.01, 3))
+    c = compare_frontiers(a, b, a_label="A", b_label="B", at=[12, 15])
+    assert [v.decision for v in c.targets] == ["a", "a"]
+    assert all(v.ratio_lo < 1.3 < v.ratio_hi for v in c.targets)
+    assert c.verdict[0].startswith("at 12.0-15.0 tok/s/user (2 targets): A better by 30.0% [")
+    # on the steep segment (2400 -> 400 over 20-40) a 5 % shift of interactivity halves the lead: no win
+    steep = compare_frontiers(a, b, a_label="A", b_label="B", at=[30]).targets[0]
+    assert steep.decision == "inconclusive" and "shifts by ±5%" in steep.text
+    # 3 % better, however tight the intervals, is a difference inside the margin: equivalent, never a win
+    a3 = StepFrontier.build(xs, [y * 1.03 for y in base], **_est(0.002, 5))
+    small = compare_frontiers(a3, StepFrontier.build(xs, base, **_est(0.002, 5)), a_label="A", b_label="B", at=[12])
+    assert small.targets[0].decision == "equivalent"
+    # B better when reversed
+    c = compare_frontiers(b, a, a_label="B", b_label="A", at=[15])
+    assert c.targets[0].decision == "b" and "A better by 30.0%" in c.targets[0].text
+    # 3 % apart with 10 % standard errors: inconclusive, and it says how many more trials
+    a = StepFrontier.build(xs, [y * 1.03 for y in base], **_est(0.10, 3))
+    c = compare_frontiers(a, StepFrontier.build(xs, base, **_est(0.10, 3)), a_label="A", b_label="B", at=[15])
+    (v,) = c.targets
+    assert v.decision == "inconclusive" and v.trials_needed and v.trials_needed > 0
+    assert f"{v.trials_needed} more trial(s) per point would decide" in v.text
+    # a single trial's within-run interval never names a winner, however tight
+    a = StepFrontier.build(xs, [y * 1.3 for y in base], rel_se=[0.001] * 3, trials=[1] * 3)
+    c = compare_frontiers(a, StepFrontier.build(xs, base, rel_se=[0.001] * 3, trials=[1] * 3),
+                          a_label="A", b_label="B", at=[15])
+    assert c.targets[0].decision == "inconclusive" and "within-run" in c.targets[0].text
+
+
+def test_interpolated_verdict_does_not_flip_on_a_small_interactivity_shift() -> None:
+    # The same arm measured twice; run 2's points sit 3 % higher in interactivity. The step
+    # frontiers then differ by up to 2x between breakpoints; the interpolated ratio stays near 1.
+    xs = [10.0, 20.0, 40.0]
+    ys = [4000.0, 2400.0, 400.0]
+    one = StepFrontier.build(xs, ys, **_est(0.03, 3))
+    two = StepFrontier.build([x * 1.03 for x in xs], ys, **_est(0.03, 3))
+    c = compare_frontiers(two, one, a_label="R2", b_label="R1", at=[15, 20.3, 30])
+    steps = [e.ratio for e in c.ladder]
+    assert max(steps) > 1.5  # the step functions jump
+    assert all(v.decision in ("equivalent", "inconclusive") for v in c.targets)
+    assert all(abs(v.ratio - 1) < 0.1 for v in c.targets)
+
+
+def test_margin_validation() -> None:
+    a = StepFrontier.build([10, 20], [1000, 500])
+    with pytest.raises(ValueError, match="margin"):
+        compare_frontiers(a, a, a_label="A", b_label="B", margin=-0.05)
+
+
+def test_compare_cli_rejects_a_negative_margin(seed_results: ResultsDir) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from infx.report.cli import register
+
+    app = typer.Typer()
+    register(app)
+    r = CliRunner().invoke(app, ["compare", str(seed_results.root), "--margin", "-0.05"])
+    assert r.exit_code == 2 and "--margin must be a fraction" in r.output and "Traceback" not in r.output
+
+
+def test_compare_prints_max_users_at_tier(seed_results: ResultsDir) -> None:
+    import json as _json
+
+    import typer
+    from typer.testing import CliRunner
+
+    from infx.loadgen.search import Probe, search_max_concurrency
+    from infx.report.cli import register
+
+    res = search_max_concurrency(lambda c: Probe(conc=c, met=c <= 12), tier="interactive",
+                                 slo={"ttft_p95_ms": 500.0}, start=1, limit=64)
+    d = seed_results.root / "pr-1234" / "search"
+    d.mkdir()
+    (d / "abc.json").write_text(_json.dumps({"template_point": "tp2-c1", **res.model_dump(mode="json")}))
+    app = typer.Typer()
+    register(app)
+    r = CliRunner().invoke(app, ["compare", str(seed_results.root), "--run", "pr-1234", "--per", "node"])
+    assert r.exit_code == 0, r.output
+    assert "pr-1234 tp2-c1: max users at tier 'interactive': 12 (probes bracket [12, 13)" in r.output
+
+
+def test_run_to_run_drift_widens_matched_intervals() -> None:
+    from infx.analysis.compare import drift_variance
+
+    uniform = [(float(c), (125.0 * c, 0.01, 2.0, 3.0), (100.0 * c, 0.01, 2.0, 3.0)) for c in (1, 2, 4, 8)]
+    assert drift_variance(uniform) == pytest.approx(0.0)  # a real, uniform 25 %: no drift
+    erratic = [(float(c), (y * c, 0.01, 2.0, 3.0), (100.0 * c, 0.01, 2.0, 3.0))
+               for c, y in zip((1, 2, 4, 8, 16), (102.0, 131.0, 109.0, 91.0, 160.0))]
+    tau2 = drift_variance(erratic)
+    assert tau2 > 0.01
+    a = StepFrontier.build([10.0, 20.0], [1.0, 1.0])
+    c = compare_frontiers(a, a, a_label="R2", b_label="R1", by_conc=erratic, drift=True)
+    assert all(v.decision == "inconclusive" for v in c.by_conc) and any("run-to-run drift" in v for v in c.verdict)
+    assert c.targets == []  # matched by concurrency: no interactivity-target verdicts
+    c = compare_frontiers(a, a, a_label="R2", b_label="R1", by_conc=uniform, drift=True)
+    assert all(v.decision == "a" for v in c.by_conc)

@@ -14,7 +14,7 @@ from infx.cli import _register_all, app
 from infx.diagnostics import InfxError
 from infx.interop.ingest import imported_aggs, ingest_inferencex
 from infx.interop.prtable import pr_comparison
-from infx.results.store import Store
+from infx.results.store import SCHEMA_VERSION, Store
 from tests.interop.helpers import CONCS, fixed_point, multinode_point, write_run
 
 _register_all()
@@ -88,10 +88,26 @@ def test_compare_measured_with_imported(exported: tuple[Path, Path]) -> None:
         cmp = pr_comparison(store, root, "mine", "pub")
     assert len(cmp.pairs) == len(CONCS) - 1
     row = {r.metric: r for r in cmp.pairs[0].rows}
-    assert row["tput_per_gpu"].verdict == "better" and row["tput_per_gpu"].delta_pct == pytest.approx(100 / 9)
-    assert row["median_ttft"].verdict == "better" and row["median_ttft"].unit == "ms"
+    # measured once (no trials): the deltas are shown, but no better/worse is claimed (issue 21)
+    assert row["tput_per_gpu"].verdict == "inconclusive" and row["tput_per_gpu"].delta_pct == pytest.approx(100 / 9)
+    assert row["median_ttft"].verdict == "inconclusive" and row["median_ttft"].unit == "ms"
     assert row["median_ttft"].delta_pct == pytest.approx(-100 / 11)
-    assert row["median_intvty"].verdict == "same"
+    # with a +-2 % interval across trials: 10 % apart is better, 0 % apart is the same within 5 %
+    from infx.interop.prtable import compare_published, measured_aggs
+
+    measured, _ = measured_aggs(root, "mine")
+    from infx.interop.ingest import imported_aggs
+
+    with Store(root / "infx.db") as store:
+        published = [(pid, d) for pid, _, d in imported_aggs(store, "pub")]
+    ci = {pid: {k: (0.98, 1.02) for k in ("tput_per_gpu", "median_ttft", "median_intvty")} for pid, _ in measured}
+    noisy = compare_published(measured, published, run_id="mine", published_run="pub", intervals=ci)
+    row = {r.metric: r for r in noisy.pairs[0].rows}
+    assert row["tput_per_gpu"].verdict == "better" and row["median_ttft"].verdict == "better"
+    assert row["median_intvty"].verdict == "same" and row["tput_per_gpu"].ci_lo is not None
+    ci = {pid: {k: (0.8, 1.2) for k in ("tput_per_gpu",)} for pid, _ in measured}
+    wide = compare_published(measured, published, run_id="mine", published_run="pub", intervals=ci)
+    assert {r.metric: r for r in wide.pairs[0].rows}["tput_per_gpu"].verdict == "inconclusive"
     # unmatched both ways: the dropped TP=4 point, every TP=2 and multi-node point; the extra published one
     assert len(cmp.unmatched_measured) == 1 + len(CONCS) + 1
     assert any("conc=4 " in u or u.endswith("conc=4") or "conc=4 (" in u for u in cmp.unmatched_measured)
@@ -114,7 +130,7 @@ def test_compare_measured_with_imported(exported: tuple[Path, Path]) -> None:
     assert code == 0, out
     page = (root / "r.html").read_text()
     assert 'id="inferencex-comparison"' in page and "Published points with no measured match (1)" in page
-    assert "+11.1%" in page and "#1a7f37" in page
+    assert "+11.1%" in page and "<td>inconclusive</td>" in page  # measured once: no colour, no claim
 
 
 def test_plain_ingest_restores_imported_runs(exported: tuple[Path, Path]) -> None:
@@ -205,6 +221,6 @@ def test_migration_6_marks_existing_runs_measured(tmp_path: Path) -> None:
         store.ingest_dir(root)
         assert store.schema_version() == 2
     with Store(root / "infx.db") as store:
-        assert store.schema_version() == 6
+        assert store.schema_version() == SCHEMA_VERSION
         assert store.origin("old") == "measured" and store.measured_run_ids() == ["old"]
         assert store.conn.execute("SELECT COUNT(*) FROM imported_agg").fetchone()[0] == 0

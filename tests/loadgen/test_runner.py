@@ -209,3 +209,30 @@ def test_execute_drives_a_custom_request_source(tokenizer_dir):
     assert run.result.metrics.issued == 5 and run.result.metrics.completed == 5
     assert sorted(r.turn for r in run.records) == [0, 1, 2, 3, 4]
     assert all(r.endpoint == "chat" and r.session_id == "a" for r in run.records)
+
+
+def test_trials_bad_input_and_warmup_only_before_the_first(tokenizer_dir):
+    r = CliRunner().invoke(_app(), ["bench", "--base-url", "http://127.0.0.1:9", "--model", "m", "-c", "1",
+                                    "--trials", "0"])
+    assert r.exit_code == 2 and "(at --trials)" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(_app(), ["bench", "--base-url", "http://127.0.0.1:9", "--model", "m", "-c", "1",
+                                    "--trials", "3", "--max-trials", "2"])
+    assert r.exit_code == 2 and "below --trials" in r.output
+    with SyntheticServer(ttft_s=0.001, token_interval_s=0.0005) as srv:
+        cfg = BenchConfig(base_url=srv.base_url, model="m", tokenizer=str(tokenizer_dir), concurrency=2, num_prompts=4,
+                          input_len=16, output_len=8, ignore_eos=True, warmup_requests=2, trials=3, progress=False)
+        run = execute(cfg)
+    res = run.result
+    assert [t.trial for t in res.trials] == [0, 1, 2] and [t.warmup for t in res.trials] == [True, False, False]
+    warm = [r for r in run.records if r.warmup]
+    assert len(warm) == 2 and {r.trial for r in warm} == {0}  # warmup before trial 1 only
+    assert sorted({r.trial for r in run.records if not r.warmup}) == [0, 1, 2]
+    assert res.metrics.issued == 12 and res.metrics.throughput.duration_s == pytest.approx(
+        sum(t.metrics.throughput.duration_s for t in res.trials))
+    e = res.stats["output_tok_per_s"]
+    assert e.method == "trials" and e.n == 3 and e.lo <= e.mean <= e.hi and len(e.values) == 3
+    assert res.stats["ttft_p99"].certified is False  # 4 samples per trial: far below MLPerf's 662
+    # one trial: a within-run bootstrap, labelled so
+    with SyntheticServer(ttft_s=0.001, token_interval_s=0.0005) as srv:
+        one = execute(cfg.model_copy(update={"base_url": srv.base_url, "trials": 1})).result
+    assert one.trials == [] and one.stats["output_tok_per_s"].method == "within-run"

@@ -269,3 +269,38 @@ def test_a_point_another_writer_commits_meanwhile_is_replaced_whole(tmp_path: Pa
     with Store(db) as st:
         assert st.conn.execute("SELECT state FROM points").fetchall() == [("done",)]
         assert (st.counts()["results"], st.counts()["failures"]) == (1, 0)
+
+
+def test_migration_7_keeps_every_trial_and_the_intervals(tmp_path: Path) -> None:
+    """A store at schema 6 (before issue 21) upgrades; a point measured with 3 trials then has its
+    trial rows and interval columns, and one without trials reads as 1 trial with no interval."""
+    from infx.analysis.dataset import load_measured
+    from infx.metrics.result import Trial
+    from infx.metrics.uncertainty import across_trials
+    from infx.results.synthetic import make_manifest
+
+    db = tmp_path / "x.db"
+    point, plain = make_point(2, 4, isl=1024, osl=1024), make_point(2, 8, isl=1024, osl=1024)
+    with Store(db, schema_target=6) as st:
+        st.upsert_run(make_manifest("m"))
+        st.add_points([make_bundle("m", plain, PointStatus(state="done"), make_result(plain, SEED_ARMS[0]))])
+        assert "trials" not in {r[0] for r in st.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    base = make_result(point, SEED_ARMS[0])
+    t = base.metrics.throughput.output_tok_per_s
+    trials = [Trial(trial=k, started_at=0.0, ended_at=1.0, warmup=k == 0, window_ns=(0, 1),
+                    metrics=base.metrics.model_copy(update={"throughput": base.metrics.throughput.model_copy(
+                        update={"output_tok_per_s": t * f})})) for k, f in enumerate((0.98, 1.0, 1.02))]
+    est = across_trials([tr.metrics.throughput.output_tok_per_s for tr in trials])
+    assert est is not None
+    result = base.model_copy(update={"trials": trials, "stats": {"output_tok_per_s": est}})
+    with Store(db) as st:
+        assert st.schema_version() == SCHEMA_VERSION
+        st.add_points([make_bundle("m", point, PointStatus(state="done"), result)])
+        rows = st.conn.execute("SELECT trial, warmup, output_tok_per_s FROM trials ORDER BY trial").fetchall()
+        assert [(r[0], r[1]) for r in rows] == [(0, 1), (1, 0), (2, 0)]
+        assert rows[2][2] == pytest.approx(t * 1.02)
+        got = {m.point_id: m for m in load_measured(st, gpus_per_node=lambda r, n: 8)}
+    e = got[point.point_id].estimate("output_tok_per_s")
+    assert got[point.point_id].trials == 3 and e is not None and e.method == "trials"
+    assert e.lo == pytest.approx(est.lo, rel=1e-3) and e.hi == pytest.approx(est.hi, rel=1e-3) and e.df == 2
+    assert got[plain.point_id].trials == 1 and got[plain.point_id].estimate("output_tok_per_s") is None

@@ -181,3 +181,108 @@ def test_status_shows_each_points_eval(tmp_path):
     assert run_state(rd).points[2].eval == "failed: eval-server server returned 500 x3"
     r = _infx("status", str(rd.root))
     assert r.returncode == 0 and "accuracy-fail 0.250" in r.stdout and "eval" in r.stdout
+
+
+def test_run_rejects_bad_trials(tmp_path):
+    base = ("run", "--config-files", "configs/cpu-master.yaml", "--runner-config", "configs/runners.yaml",
+            "--config-keys", "tinyllama-bf16-cpu-vllm", "--results", str(tmp_path), "--dry-run")
+    r = _infx(*base, "--trials", "0")
+    assert r.returncode == 2 and "--trials must be >= 1" in r.stderr and "Traceback" not in r.stderr
+    r = _infx(*base, "--trials", "3", "--max-trials", "2")
+    assert r.returncode == 2 and "--max-trials must be" in r.stderr
+    r = _infx(*base, "--ci-target", "-0.1")
+    assert r.returncode == 2 and "--ci-target" in r.stderr
+
+
+def test_trials_reach_the_load_generator_from_flag_or_catalog(tmp_path):
+    from infx.sweep.loadbridge import bench_config
+    from infx.sweep.profile import LoadProfile
+
+    class Engine:
+        base_url, served_model_name = "http://127.0.0.1:1", "m"
+
+    p = make_point("a", 1, 4)
+    assert bench_config(p, Engine(), LoadProfile()).trials == 1
+    by_catalog = LoadProfile(trials_by_point={p.point_id: 3})
+    assert bench_config(p, Engine(), by_catalog).trials == 3
+    flag = by_catalog.model_copy(update={"trials": 5, "max_trials": 9})
+    cfg = bench_config(p, Engine(), flag)
+    assert (cfg.trials, cfg.max_trials) == (5, 9)
+    # the catalog's trials: on a fixed-seq-len scenario, by point id
+    from infx.matrix.select import scenario_trials
+
+    text = (REPO / "configs/cpu-master.yaml").read_text().replace(
+        "    - isl: 256\n      osl: 64\n", "    - isl: 256\n      osl: 64\n      trials: 3\n", 1)
+    cat = tmp_path / "cpu-master.yaml"
+    cat.write_text(text)
+    got = scenario_trials([cat], REPO / "configs/runners.yaml", ["tinyllama-bf16-cpu-vllm"])
+    assert len(got) == 5 and set(got.values()) == {3}
+
+
+def test_status_shows_trials_of_done_points(tmp_path):
+    pts = [make_point("a", 1, 1)]
+    rd = RunDir(tmp_path, "r")
+    Orchestrator(rd, FakeStarter(), FakeMeasurer()).run(group_points(pts))
+    (p,) = run_state(rd).points
+    assert p.state == "done" and p.trials.startswith("1 trial(s)")
+
+
+def test_stop_at_saturation_skips_higher_concurrencies(tmp_path):
+    """An arm whose throughput stops growing while TTFT doubles is saturated: its higher
+    concurrencies are recorded skipped-saturated (never failed); another arm is unaffected."""
+    from infx.metrics.result import Stat
+    from infx.sweep.orchestrator import SweepOptions
+
+    from .fakes import make_result
+
+    # conc 1 -> 100 tok/s (TTFT 10 ms), 2 -> 190, 4 -> 195 with TTFT 40 ms: saturated at 4
+    curve = {1: (100.0, 10.0), 2: (190.0, 12.0), 4: (195.0, 40.0), 8: (196.0, 90.0), 16: (197.0, 200.0)}
+
+    class Saturating(FakeMeasurer):
+        def measure(self, point, engine, point_dir, progress=None):  # type: ignore[no-untyped-def]
+            super().measure(point, engine, point_dir, progress)
+            tput, ttft = curve[min(point.concs)] if point.model_prefix == "a" else (100.0 * min(point.concs), 10.0)
+            r = make_result(out_tok_s=tput)
+            st = Stat(mean=ttft, median=ttft, std=0.0, p90=ttft, p99=ttft, p999=ttft, count=8)
+            return r.model_copy(update={"metrics": r.metrics.model_copy(update={"ttft_ms": st})})
+
+    pts = [make_point("a", 1, c) for c in (16, 1, 4, 2, 8)] + [make_point("b", 1, c) for c in (1, 2, 4)]
+    rd = RunDir(tmp_path, "r")
+    m = Saturating()
+    summary = Orchestrator(rd, FakeStarter(), m, SweepOptions(stop_at_saturation=True)).run(group_points(pts))
+    states = {p.point_id: p for p in run_state(rd).points}
+    assert [states[f"a-tp1-c{c}"].state for c in (1, 2, 4, 8, 16)] == ["done", "done", "done", "skipped", "skipped"]
+    st = rd.read_status("a-tp1-c8")
+    assert st is not None and st.failure_class == "skipped-saturated" and "saturated at concurrency 4" in st.reason
+    assert all(states[f"b-tp1-c{c}"].state == "done" for c in (1, 2, 4))
+    assert "a-tp1-c8" not in m.measured and not summary.failed
+
+
+def test_search_mode_runs_the_capacity_search_per_launch(tmp_path):
+    from infx.loadgen.search import Probe, search_max_concurrency
+    from infx.sweep.orchestrator import SweepOptions
+
+    class Searching(FakeMeasurer):
+        def search(self, point, engine):  # type: ignore[no-untyped-def]
+            return search_max_concurrency(lambda c: Probe(conc=c, met=c <= 5), tier="interactive",
+                                          slo={"ttft_p95_ms": 500.0}, start=min(point.concs), limit=64)
+
+    pts = [make_point("a", 1, c) for c in (1, 2, 4)]
+    rd = RunDir(tmp_path, "r")
+    m = Searching()
+    Orchestrator(rd, FakeStarter(), m, SweepOptions(search=True)).run(group_points(pts))
+    (out,) = list((rd.root / "search").glob("*.json"))
+    data = json.loads(out.read_text())
+    assert data["max_conc"] == 5 and data["first_miss"] == 6 and data["template_point"] == "a-tp1-c1"
+    assert m.measured == []  # the listed points are not measured in search mode
+
+
+def test_run_search_needs_a_declared_tier(tmp_path):
+    base = ("run", "--config-files", "configs/cpu-master.yaml", "--runner-config", "configs/runners.yaml",
+            "--config-keys", "tinyllama-bf16-cpu-vllm", "--results", str(tmp_path), "--dry-run",
+            "--search", "max-concurrency")
+    r = _infx(*base, "--slo", "interactive")
+    assert r.returncode == 2 and "SLO tier 'interactive' is not declared" in r.stderr and "Traceback" not in r.stderr
+    assert "configs/cpu-master.yaml" in r.stderr
+    r = _infx(*base)
+    assert r.returncode == 2 and "needs --slo TIER" in r.stderr
