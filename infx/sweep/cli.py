@@ -308,12 +308,9 @@ def register(app: typer.Typer) -> None:
             colours = {"done": "green", "failed": "red", "skipped": "yellow", "running": "cyan", "queued": "blue"}
             for p in s.points:
                 c = colours.get(p.state, "white")
-            show_cost = any(p.cost for p in s.points)
-            show_trials = any(p.trials for p in s.points)
-            for col in ("point", "conc", "state", *(("trials: output tok/s, 95% CI",) if show_trials else ()),
-                        *(("kv tokens predicted/logged",) if show_kv else ()),
-                        *(("eval",) if show_eval else ()),
-                        *((f"$/Mtok ({getattr(cost, 'tier', '')})",) if show_cost else ()), "reason"):
+                t.add_row(p.point_id, p.conc, f"[{c}]{p.state}[/{c}]", *((p.trials,) if show_trials else ()),
+                          *((p.kv,) if show_kv else ()),
+                          *((p.eval,) if show_eval else ()), *((p.cost,) if show_cost else ()), p.reason[:100])
             console.print(t)
             if s.jobs:
                 console.print("slurm jobs: " + ", ".join(f"{j} {st}" for j, st in sorted(s.jobs.items())))
