@@ -243,3 +243,61 @@ def test_real_catalog_rows_render(ws: Path) -> None:
         assert int(tp) in (pp.tp, 1), (pp.config_key, tp_flag, tp, pp.tp)  # 1: DP-attention arms run TP 1 x DP
         scenarios.add(pp.scenario_type)
     assert scenarios == {"fixed-seq-len", "agentic-coding"}
+
+
+# ---- what the sandbox pretends: rows whose scripts probe a real node ---------------------------------------
+
+NODE_PROBE_KEYS = (
+    "minimaxm3-fp8-h200-vllm-agentic-mtp",  # snapshot completeness in the hub cache after `hf download`
+    "minimaxm3-fp4-b200-vllm-agentic-mtp",  # draft head `hf download --local-dir`, then config.json + shards
+    "kimik3-fp4-b300-vllm-agentic-dspark",  # an ACTIVE port under /sys/class/infiniband for Mooncake
+    "kimik3-fp4-mi355x-vllm-agentic-mtp",  # the container's dist-packages (apply_k3_container_patches.sh)
+    "minimaxm3-fp4-mi355x-vllm-agentic-mtp",  # LMCache L1 must fit 90% of free /dev/shm
+    "minimaxm3-fp8-h100-vllm-agentic-mtp",  # `kill -0` on the backgrounded mooncake_master
+)
+
+
+def test_rows_that_probe_the_node_render_with_the_scripts_argv(ws: Path) -> None:
+    from infx.engines.plan import build_plan
+    from infx.matrix.select import keyed_points
+
+    keyed = keyed_points([ws / "configs/amd-master.yaml", ws / "configs/nvidia-master.yaml"], ws / "configs/runners.yaml",
+                         list(NODE_PROBE_KEYS), "none")
+    plan = build_plan([p for _, p in keyed], workspace_recipes(None, at(ws)), runtime="docker",
+                      config_keys={p.point_id: k for k, p in keyed})
+    by_key: dict[str, list] = {}
+    for pp in plan.points:
+        assert pp.launch is not None and pp.launch.script, (pp.config_key, pp.conc)
+        by_key.setdefault(pp.config_key, []).append(pp)
+    assert set(by_key) == set(NODE_PROBE_KEYS)
+
+    def args(pp) -> dict:
+        return parse_argv(_engine_argv(pp.launch))
+
+    # h200: MODEL_PATH is the snapshot the script resolved from refs/main in $HF_HUB_CACHE
+    for pp in by_key["minimaxm3-fp8-h200-vllm-agentic-mtp"]:
+        argv = _engine_argv(pp.launch)
+        assert argv[:3] == ["vllm", "serve",
+                            "/mnt/hf_hub_cache/models--MiniMaxAI--MiniMax-M3-MXFP8/snapshots/infx-render-placeholder"]
+        assert args(pp)["max-num-seqs"] == str(2 * pp.conc)
+    # b200: the draft head staged next to the target; the server takes the repo id as the model
+    for pp in by_key["minimaxm3-fp4-b200-vllm-agentic-mtp"]:
+        assert _engine_argv(pp.launch)[:3] == ["vllm", "serve", "nvidia/MiniMax-M3-NVFP4"]
+        assert json.loads(args(pp)["speculative-config"])["model"] == "nvidia/MiniMax-M3-EAGLE3-GQA"  # type: ignore[arg-type]
+    # b300: the Mooncake branch ran to the server (rail found), and every rank shares its config
+    k3 = by_key["kimik3-fp4-b300-vllm-agentic-dspark"]
+    assert all(json.loads(args(pp)["kv-transfer-config"])["kv_connector"] == "MooncakeStoreConnector"  # type: ignore[arg-type]
+               for pp in k3)
+    assert all(pp.launch.env["MOONCAKE_CONFIG_PATH"] == "/workspace/results/mooncake_config.json" for pp in k3)
+    # mi355x kimik3: the patch script found vllm+aiter, and the script's fixed sequence cap reaches the server
+    for pp in by_key["kimik3-fp4-mi355x-vllm-agentic-mtp"]:
+        s = engine_settings("vllm", pp.launch.argv, pp.launch.env, point_tp=pp.tp)
+        assert args(pp)["max-num-seqs"] == "20" and s.max_num_seqs.value == 20
+    # mi355x minimaxm3: LMCache rows get the MP connector (the /dev/shm check passed)
+    lm = [pp for pp in by_key["minimaxm3-fp4-mi355x-vllm-agentic-mtp"] if pp.kv_offloading == "dram"]
+    assert lm and all(json.loads(args(pp)["kv-transfer-config"])["kv_connector"] == "LMCacheMPConnector"  # type: ignore[arg-type]
+                      for pp in lm)
+    # h100: DRAM rows keep their mooncake_master up past `kill -0`, and get the store connector
+    dram = [pp for pp in by_key["minimaxm3-fp8-h100-vllm-agentic-mtp"] if pp.kv_offloading == "dram"]
+    assert dram and all(json.loads(args(pp)["kv-transfer-config"])["kv_connector"] == "MooncakeStoreConnector"  # type: ignore[arg-type]
+                        for pp in dram)

@@ -220,3 +220,90 @@ def test_cli_exit_codes_failing_rows_1_workspace_errors_2(tmp_path: Path) -> Non
     assert "tst_fp8_b200_vllm.sh:5:" in launch["message"] and "Error: CONC=8 unsupported" in launch["message"]
     no_bwrap = infx("preflight", env={"PATH": str(tmp_path / "no-bin"), "INFX_CACHE_DIR": str(tmp_path / "fresh")})
     assert no_bwrap.returncode == 2 and "bubblewrap" in no_bwrap.stderr and "Traceback" not in no_bwrap.stderr
+
+
+# ---- what the sandbox pretends (docs/architecture.md): a node's facts a script may probe -----------------
+
+NODE_PROBES = r'''
+SNAP=$(hf download org/Target)                       # hub-cache layout, path on stdout
+hf download org/Draft --local-dir /data/models/Draft  # --local-dir layout, outside the tmpfs dirs
+CACHE="${HF_HUB_CACHE%/}/models--org--Target"
+[[ "$SNAP" == "$CACHE/snapshots/$(<"$CACHE/refs/main")" ]] || { echo "Error: bad snapshot $SNAP" >&2; exit 1; }
+SHARDS=$(python3 - "$SNAP" /data/models/Draft <<'PY'
+import json, os, sys
+n = 0
+for d in sys.argv[1:]:
+    for f in ("config.json", "tokenizer_config.json"):
+        assert os.path.isfile(os.path.join(d, f)), f
+    for s in set(json.load(open(os.path.join(d, "model.safetensors.index.json")))["weight_map"].values()):
+        assert os.path.isfile(os.path.join(d, s)), s
+        n += 1
+print(n)
+PY
+)
+ROOT="$(python3 -c 'import importlib.util as u, os; print(os.path.dirname(os.path.dirname(u.find_spec("vllm").origin)))')"
+[ -d "$ROOT/vllm" ] && [ -d "$ROOT/aiter" ] || { echo "Error: no dist-packages ($ROOT)" >&2; exit 1; }
+python3 -c "from mooncake.store import MooncakeDistributedStore" >/dev/null  # container-only: silent success
+RAIL=""
+for d in mlx5_0 mlx5_1; do grep -q ACTIVE "/sys/class/infiniband/$d/ports/1/state" 2>/dev/null && { RAIL=$d; break; }; done
+[ -n "$RAIL" ] || { echo "Error: no active RDMA rail" >&2; exit 1; }
+SHM_GB=$(df -BG --output=avail /dev/shm | tail -1 | tr -dc '0-9')
+mooncake_master --port 50051 > /tmp/master.log 2>&1 &
+MASTER=$!
+sleep 2
+kill -0 "$MASTER"
+if [ -e /data/leak ] || [ -e /mnt/leak ]; then echo "Error: a previous script's files are still here" >&2; exit 1; fi
+mkdir -p /mnt && touch /data/leak /mnt/leak
+'''
+
+
+def test_node_probes_see_what_the_sandbox_pretends(tmp_path: Path) -> None:
+    body = HEAD + NODE_PROBES + ('vllm serve "$SNAP" --port "$PORT" --shards "$SHARDS" --root "$ROOT" '
+                                 '--rail "$RAIL" --shm-gb "$SHM_GB" --max-num-seqs "$CONC" &\n')
+    root = _ws(tmp_path, {"tst_fp8_b200_vllm.sh": body})
+    src = ScriptSource(root=root, timeout_s=10.0)
+    recipes = RecipeSet([], scripts=src)
+    p4, p8 = _pt(conc=4), _pt(conc=8, **{"point-id": "p2"})
+    src.prefetch([p4, p8])  # one sandbox, two scripts in a row: the second sees none of the first's files
+    assert src.stats["rendered"] == 2
+    for p in (p4, p8):
+        argv = render_launch(p, recipes, port=9100).argv
+        a = dict(zip(argv[3::2], argv[4::2]))
+        assert a["--model"] == "/mnt/hf_hub_cache/models--org--Target/snapshots/infx-render-placeholder"
+        assert a["--shards"] == "2" and a["--root"] == "/tmp/.infx-site/dist-packages" and a["--rail"] == "mlx5_0"
+        assert int(a["--shm-gb"]) >= 1400  # half of a 3 TiB node, whatever the render host has
+        assert a["--max-num-seqs"] == str(p.conc)
+    assert not Path("/data/leak").exists() and not Path("/mnt/leak").exists()
+
+
+def test_inline_python_runs_for_real(tmp_path: Path) -> None:
+    # The host's interpreter answers stdlib programs; a failing one is the container's silent success.
+    body = HEAD + ('N=$(python3 -c "print(6 * 7)")\nM=$(python3 -c "import vllm_only_in_the_image; print(1)")\n'
+                   'vllm serve "$MODEL" --n "$N" --m "x$M" &\n')
+    root = _ws(tmp_path, {"tst_fp8_b200_vllm.sh": body})
+    argv = _render(root, _pt()).argv
+    assert argv[argv.index("--n") + 1] == "42" and argv[argv.index("--m") + 1] == "x"
+
+
+def test_every_stand_in_file_is_in_the_render_cache_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from infx.engines.scripts import sandbox
+
+    copy = tmp_path / "sandbox"
+    shutil.copytree(sandbox.HERE, copy)
+    monkeypatch.setattr(sandbox, "HERE", copy)
+    sandbox.sandbox_version.cache_clear()
+    try:
+        v0 = sandbox.sandbox_version()
+        (copy / "shim.sh").write_text((copy / "shim.sh").read_text() + "\n# changed\n")
+        sandbox.sandbox_version.cache_clear()
+        v1 = sandbox.sandbox_version()
+        (copy / "new-stand-in.txt").write_text("x")  # a stand-in added later counts too
+        sandbox.sandbox_version.cache_clear()
+        v2 = sandbox.sandbox_version()
+        monkeypatch.setattr(sandbox, "SHM_MIB", sandbox.SHM_MIB + 1)  # so do the pretended node's facts
+        sandbox.sandbox_version.cache_clear()
+        v3 = sandbox.sandbox_version()
+        assert len({v0, v1, v2, v3}) == 4
+    finally:
+        monkeypatch.undo()
+        sandbox.sandbox_version.cache_clear()

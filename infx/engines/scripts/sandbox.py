@@ -11,7 +11,11 @@ One sandbox runs a batch of jobs (one script + environment each) through ``sandb
   ``python3``, ``trtllm-serve``, ``mpirun``, ...) and of tools that need GPUs or the network (``hf``,
   ``nvidia-smi``, ``pip``, ...): it writes argv, environment and the files its arguments name to
   ``/out/N/rec`` and exits 0;
-* each script under ``timeout``; the whole batch under a host-side limit too.
+* each script under ``timeout``; the whole batch under a host-side limit too;
+* a node's facts that scripts probe, pretended (docs/architecture.md, "What the sandbox pretends"): a
+  placeholder snapshot from ``hf download``, inline Python on the host's interpreter with a throwaway
+  dist-packages, one ACTIVE RDMA rail under ``/sys/class/infiniband``, a ``/dev/shm`` tmpfs of
+  :data:`SHM_MIB`, background services that stay up; top-level dirs a script creates are wiped between jobs.
 
 When bubblewrap is missing or cannot start, :class:`SandboxUnavailable` is raised: never an
 unsandboxed run.
@@ -33,9 +37,15 @@ HERE = Path(__file__).parent / "sandbox"
 SHIM_NAMES = (
     "vllm", "python", "python3", "trtllm-serve", "mpirun", "numactl", "hf", "huggingface-cli", "nvidia-smi",
     "amd-smi", "rocm-smi", "rocminfo", "pip", "pip3", "uv", "uvx", "mooncake_master", "vllm-router",
-    "sglang-router", "sglang", "sleep", "sed", "curl", "wget", "git", "sudo", "docker", "apt-get", "modal", "lmcache_server", "aiperf",
+    "sglang-router", "sglang", "sleep", "sed", "curl", "wget", "git", "sudo", "docker", "apt-get", "modal", "lmcache_server", "lmcache", "aiperf",
 )
 DEFAULT_TIMEOUT_S = 20.0
+#: Size of the sandbox's tmpfs ``/dev/shm``: Linux's default (half of RAM) on the biggest single node
+#: in InferenceX's runners.yaml (``available-cpu-dram-mib: 3_095_781``, b200-dgxc and mi355x-amds).
+#: A tmpfs size is a cap, not an allocation: the render host needs none of it.
+SHM_MIB = 3_095_781 // 2
+#: The RDMA rail the sandbox's ``/sys/class/infiniband`` shows: one HCA, port 1 up.
+RDMA_RAIL = "mlx5_0"
 
 
 class SandboxUnavailable(RuntimeError):
@@ -79,8 +89,9 @@ SANDBOX_CPU = {"seconds": 0.0}
 def sandbox_version() -> str:
     """Hash of the sandbox's own files: part of every render's cache key."""
     h = hashlib.sha256()
-    for name in ("shim.sh", "overrides.sh", "driver.sh", "bashenv.sh"):
-        h.update((HERE / name).read_bytes())
+    for f in sorted(p for p in HERE.rglob("*") if p.is_file()):  # every stand-in the sandbox ships
+        h.update(str(f.relative_to(HERE)).encode() + b"\0" + f.read_bytes())
+    h.update(f"{SHM_MIB}|{RDMA_RAIL}".encode())
     h.update(",".join(SHIM_NAMES).encode())
     h.update(Path(__file__).read_bytes())
     return h.hexdigest()[:16]
@@ -109,6 +120,11 @@ def _shim_dir(root: Path) -> Path:
     for name in ("overrides.sh", "driver.sh", "bashenv.sh"):
         shutil.copy(HERE / name, tmp / name)
     (tmp / "real_benchmark_lib.sh").write_text("")  # mount point of the workspace's lib
+    port = tmp / "infiniband" / RDMA_RAIL / "ports" / "1"  # bound at /sys/class/infiniband
+    port.mkdir(parents=True)
+    (port / "state").write_text("4: ACTIVE\n")
+    (port / "phys_state").write_text("5: LinkUp\n")
+    (port / "link_layer").write_text("InfiniBand\n")
     (tmp / "lib.sh").write_text("source /infx/real_benchmark_lib.sh\nsource /infx/overrides.sh\n")
     try:
         tmp.rename(d)
@@ -150,7 +166,8 @@ def run_jobs(benchmarks_dir: Path, jobs: list[tuple[str, dict[str, str]]], *, st
             (j / "env").write_bytes(b"".join(f"{k}={v}".encode() + b"\0" for k, v in full.items()))
         argv = [exe, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
                 "--setenv", "PATH", "/usr/bin:/bin", *_usr_binds(),
-                "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/root", "--tmpfs", "/workspace",
+                "--proc", "/proc", "--dev", "/dev", "--size", str(SHM_MIB * 1_048_576), "--tmpfs", "/dev/shm",
+                "--ro-bind", str(shims / "infiniband"), "/sys/class/infiniband", "--tmpfs", "/tmp", "--tmpfs", "/root", "--tmpfs", "/workspace",
                 "--ro-bind", str(shims), "/infx",
                 "--ro-bind", str(benchmarks_dir), "/workspace/benchmarks"]
         if lib.is_file():

@@ -12,11 +12,14 @@ _others() {  # OTHERS=every process of the sandbox but its init and this driver
         [[ "$p" == 1 || "$p" == "$$" ]] || OTHERS+=("$p")
     done
 }
+declare -A base=()  # the sandbox's own top-level entries: anything else at / was made by a script
+for e in /*; do base["$e"]=1; done
 for job in /jobs/*; do
     n="${job##*/}"
     out="/out/$n"
     mkdir -p "$out/rec"
-    left=(/workspace/!(benchmarks) /tmp/* /root/*)
+    left=(/workspace/!(benchmarks) /tmp/* /root/* /dev/shm/*)
+    for e in /*; do [[ -n "${base[$e]:-}" ]] || left+=("$e"); done
     (( ${#left[@]} )) && rm -rf "${left[@]}" 2>/dev/null
     mapfile -d '' envs < "$job/env"
     read -r script < "$job/script"
