@@ -69,10 +69,13 @@ def test_init_then_validate_plan_preflight_dry_run(installed: Path, tmp_path: Pa
     dry = _run([infx, "run", "--config-keys", "tinyllama-bf16-cpu-vllm", "--dry-run"], ws)
     assert dry.returncode == 0, dry.stderr
     assert (ws / "results" / "tinyllama-bf16-cpu-vllm" / "plan.json").is_file()
-    cost = _run([infx, "cost", "show"], ws)  # the scaffold's cost table over the packaged one
+    cost = _run([infx, "cost", "show", "--json"], ws)  # the scaffold's cost table over the packaged one
     assert cost.returncode == 0, cost.stderr
-    shown = " ".join(cost.stdout.split())  # rich wraps at the terminal width
-    assert "cpu (illustrative)" in shown and "laid over cost table inferencex-2026-07" in shown
+    table = json.loads(cost.stdout)  # JSON, not the rich table: its cells wrap at the terminal's width
+    assert table["extends"].startswith("cost table inferencex-2026-07")
+    assert table["files"][-1] == str(ws.resolve() / "cost-model.yaml")
+    cpu = table["skus"]["cpu"]
+    assert cpu["all_in_kw"]["file"] == table["files"][-1] and "illustrative" in cpu["all_in_kw"]["source"]
 
 
 def test_a_catalog_repository_elsewhere(installed: Path, tmp_path: Path) -> None:
