@@ -242,43 +242,33 @@ def _check_slo(v: dict[str, dict[str, float]] | None) -> dict[str, dict[str, flo
     return v
 
 
-class SingleNodeFixedSeqLen(_Model):
-    isl: int
-    osl: int
-    # infx extension (issue 21): trials per point of this scenario (``infx run --trials`` overrides)
+class _ScenarioExtensions(_Model):
+    """infx's extensions to every scenario (issue 21): trials per point (``infx run --trials`` overrides)
+    and SLO tiers, e.g. ``slo: {interactive: {ttft_p95_ms: 500, tpot_p95_ms: 30}}``."""
+
     trials: int | None = Field(None, ge=1, strict=True)
-    slo: dict[str, dict[str, float]] | None = None  # infx extension: SLO tiers, e.g. {interactive: {ttft_p95_ms: 500}}
+    slo: dict[str, dict[str, float]] | None = None
 
     @field_validator("slo")
     @classmethod
     def _slo(cls, v: dict[str, dict[str, float]] | None) -> dict[str, dict[str, float]] | None:
         return _check_slo(v)
+
+
+class SingleNodeFixedSeqLen(_ScenarioExtensions):
+    isl: int
+    osl: int
     search_space: list[SingleNodeSearchSpaceEntry] = Field(alias="search-space")
 
 
-class MultiNodeFixedSeqLen(_Model):
+class MultiNodeFixedSeqLen(_ScenarioExtensions):
     isl: int
     osl: int
-    # infx extension (issue 21): trials per point of this scenario (``infx run --trials`` overrides)
-    trials: int | None = Field(None, ge=1, strict=True)
-    slo: dict[str, dict[str, float]] | None = None  # infx extension: SLO tiers, e.g. {interactive: {ttft_p95_ms: 500}}
-
-    @field_validator("slo")
-    @classmethod
-    def _slo(cls, v: dict[str, dict[str, float]] | None) -> dict[str, dict[str, float]] | None:
-        return _check_slo(v)
     search_space: list[MultiNodeSearchSpaceEntry] = Field(alias="search-space")
 
 
-class AgenticCodingConfig(_Model):
+class AgenticCodingConfig(_ScenarioExtensions):
     search_space: list[AgenticCodingSearchSpaceEntry] = Field(alias="search-space")
-    trials: int | None = Field(None, ge=1, strict=True)  # infx extension (issue 21)
-    slo: dict[str, dict[str, float]] | None = None  # infx extension (issue 21): SLO tiers
-
-    @field_validator("slo")
-    @classmethod
-    def _slo(cls, v: dict[str, dict[str, float]] | None) -> dict[str, dict[str, float]] | None:
-        return _check_slo(v)
     dram_utilization: float | None = Field(None, alias="dram-utilization", gt=0, le=1)
 
     @model_validator(mode="after")
