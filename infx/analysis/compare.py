@@ -99,6 +99,15 @@ class Comparison(_Model):
     by_conc: list[TargetVerdict] = Field(default_factory=list)
     margin: float = DEFAULT_MARGIN
 
+    def evidence(self) -> tuple[str, list[TargetVerdict]]:
+        """What a table of this comparison shows: the noise-aware verdicts with their intervals, by
+        concurrency when the same arm is matched across runs, else at the interactivity targets
+        (interpolated). Empty when neither exists (no common range): then only the ladder's point
+        estimates can be shown, and they must be labelled as such."""
+        if self.by_conc:
+            return "concurrency", list(self.by_conc)
+        return f"{self.x_label} ({self.x_unit})", list(self.targets)
+
 
 def _fmt(v: float) -> str:
     if v == 0 or not math.isfinite(v):

@@ -231,18 +231,37 @@ def _print_comparisons(cs) -> None:  # type: ignore[no-untyped-def]
         console.print(f"\n[bold]{c.workload}: {c.a_label} (A) vs {c.b_label} (B)[/bold]")
         for line in c.verdict:
             console.print(f"  - {line}")
+        x_head, rows = c.evidence()
         table = Table(show_edge=False)
-        table.add_column(f"{c.x_label} ({c.x_unit})", justify="right")
-        table.add_column(f"A {c.y_label}", justify="right")
-        table.add_column(f"B {c.y_label}", justify="right")
-        table.add_column("A/B", justify="right")
-        table.add_column("note")
-        for e in c.ladder:
-            table.add_row(f"{e.x:.2f}", "-" if e.a is None else f"{e.a:,.1f}", "-" if e.b is None else f"{e.b:,.1f}",
-                          "-" if e.ratio is None else f"{e.ratio:.2f}x", e.note)
+        if rows:  # the verdicts' own evidence: each ratio with its 95% interval and what it decides
+            table.add_column(x_head, justify="right")
+            table.add_column(f"A {c.y_label}", justify="right")
+            table.add_column(f"B {c.y_label}", justify="right")
+            table.add_column("A/B [95% CI]", justify="right")
+            table.add_column("verdict")
+            for v in rows:
+                table.add_row(f"{v.x:g}" if x_head == "concurrency" else f"{v.x:.2f}", "-" if v.a is None else f"{v.a:,.1f}", "-" if v.b is None else f"{v.b:,.1f}",
+                              _ratio_ci(v.ratio, v.ratio_lo, v.ratio_hi), v.decision)
+        else:  # no common range: the ladder's point estimates, labelled as such
+            console.print("  point estimates only (no interval, no verdict):")
+            table.add_column(f"{c.x_label} ({c.x_unit})", justify="right")
+            table.add_column(f"A {c.y_label}", justify="right")
+            table.add_column(f"B {c.y_label}", justify="right")
+            table.add_column("A/B", justify="right")
+            table.add_column("note")
+            for e in c.ladder:
+                table.add_row(f"{e.x:.2f}", "-" if e.a is None else f"{e.a:,.1f}",
+                              "-" if e.b is None else f"{e.b:,.1f}", "-" if e.ratio is None else f"{e.ratio:.2f}x", e.note)
         console.print(table)
     for acc in cs.accuracy:
         colour = {"same": "green", "not comparable": "yellow"}.get(acc.verdict, "red")
         console.print(f"\n[bold]accuracy: {acc.a_label} (A) vs {acc.b_label} (B)[/bold]: "
                       f"[{colour}]{acc.verdict}[/{colour}]")
         console.print(f"  - {acc.text}", highlight=False)
+
+
+def _ratio_ci(ratio: float | None, lo: float | None, hi: float | None) -> str:
+    """``1.21x [0.95, 1.54]``: a ratio never printed without its interval when it has one."""
+    if ratio is None:
+        return "-"
+    return f"{ratio:.2f}x" + ("" if lo is None or hi is None else f" [{lo:.2f}, {hi:.2f}]")

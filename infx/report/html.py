@@ -109,17 +109,34 @@ def comparison_html(cs: ComparisonSet, anchor: str) -> str:
 def _one_comparison(c: Comparison) -> str:
     head = f"<h4>{_e(c.workload)}: {_e(c.a_label)} vs {_e(c.b_label)}</h4>"
     verdict = "".join(f"<li>{_e(v)}</li>" for v in c.verdict)
-    rows = "".join(
-        f"<tr><td class=num>{_num(e.x, 2)}</td><td class=num>{_num(e.a)}</td><td class=num>{_num(e.b)}</td>"
-        f"<td class=num>{'&ndash;' if e.ratio is None else f'{e.ratio:.2f}x'}</td><td>{_e(e.note)}</td></tr>"
-        for e in c.ladder)
     unit = f"<br><small>{_e(c.y_label)}</small>"
-    table = (f'<table class="ladder"><tr><th>{_e(c.x_label)} ({_e(c.x_unit)})</th><th>A: {_e(c.a_label)}{unit}</th>'
-             f"<th>B: {_e(c.b_label)}{unit}</th><th>ratio A/B</th><th>note</th></tr>{rows}</table>")
+    x_head, evidence = c.evidence()
+    if evidence:  # the verdicts' own evidence: each ratio with its 95 % interval and what it decides
+        rows = "".join(
+            f"<tr><td class=num>{f'{v.x:g}' if x_head == 'concurrency' else _num(v.x, 2)}</td><td class=num>{_num(v.a)}</td>"
+            f"<td class=num>{_num(v.b)}</td><td class=num>{_ratio_ci(v.ratio, v.ratio_lo, v.ratio_hi)}</td><td>{_e(v.decision)}</td></tr>"
+            for v in evidence)
+        table = (f'<table class="ladder"><tr><th>{_e(x_head)}</th><th>A: {_e(c.a_label)}{unit}</th>'
+                 f"<th>B: {_e(c.b_label)}{unit}</th><th>ratio A/B [95% CI]</th><th>verdict</th></tr>{rows}</table>")
+    else:  # no common range: the ladder's point estimates, labelled as such
+        rows = "".join(
+            f"<tr><td class=num>{_num(e.x, 2)}</td><td class=num>{_num(e.a)}</td><td class=num>{_num(e.b)}</td>"
+            f"<td class=num>{'&ndash;' if e.ratio is None else f'{e.ratio:.2f}x'}</td><td>{_e(e.note)}</td></tr>"
+            for e in c.ladder)
+        table = (f'<p class="shape"><small>point estimates only (no interval, no verdict)</small></p>'
+                 f'<table class="ladder"><tr><th>{_e(c.x_label)} ({_e(c.x_unit)})</th><th>A: {_e(c.a_label)}{unit}</th>'
+                 f"<th>B: {_e(c.b_label)}{unit}</th><th>ratio A/B</th><th>note</th></tr>{rows}</table>")
     shape = [r.text for r in c.ranges] + [x.text for x in c.crossovers]
     shape_html = (f'<p class="shape"><small>point estimates only (step frontiers, noise not weighed): '
                   f'{_e("; ".join(shape))}</small></p>' if shape else "")
     return f'{head}<ul class="verdict">{verdict}</ul>{shape_html}{table}'
+
+
+def _ratio_ci(ratio: float | None, lo: float | None, hi: float | None) -> str:
+    """``1.21x [0.95, 1.54]``: a ratio is not shown without its interval when it has one."""
+    if ratio is None:
+        return "&ndash;"
+    return f"{ratio:.2f}x" + ("" if lo is None or hi is None else f" [{lo:.2f}, {hi:.2f}]")
 
 
 def _ci_note(m: object) -> str:

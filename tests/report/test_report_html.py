@@ -161,3 +161,27 @@ def test_pr_run_is_compared_with_the_baseline_its_manifest_names(seed_results: R
     assert res.exit_code == 0, res.output
     text = out.read_text()
     assert 'id="unofficial-banner"' in text and 'id="baseline-comparison"' in text
+
+
+def test_compare_table_shows_each_ratio_with_its_interval_and_verdict(seed_results: ResultsDir,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The table under a comparison is the verdicts' evidence (ratio, 95 % CI, decision), never a bare
+    step-frontier ratio that reads as a winner (issue 21's A/A run printed 1.12x-2.13x there)."""
+    import json
+
+    monkeypatch.setenv("COLUMNS", "250")
+    res = CliRunner().invoke(_app(), ["compare", str(seed_results.root), "--baseline", "baseline", "--json"])
+    assert res.exit_code == 0, res.output
+    cs = json.loads(res.output)["comparisons"]
+    assert cs[0]["by_conc"], "the same arm in two runs is matched by concurrency"
+    evidence = [(v, bool(c["by_conc"])) for c in cs for v in (c["by_conc"] or c["targets"])]
+    res = CliRunner().invoke(_app(), ["compare", str(seed_results.root), "--baseline", "baseline"])
+    assert res.exit_code == 0, res.output
+    assert res.output.count("A/B [95% CI]") == len(cs) and "point estimates only" not in res.output
+    rows = [ln for ln in res.output.splitlines() if ln.count("│") == 4 and "━" not in ln]
+    assert len(rows) == len(evidence)
+    for ln, (v, by_conc) in zip(rows, evidence):
+        cells = [x.strip() for x in ln.split("│")]
+        assert cells[0] == (f"{v['x']:g}" if by_conc else f"{v['x']:.2f}") and cells[4] == v["decision"]
+        ci = "" if v["ratio_lo"] is None else f" [{v['ratio_lo']:.2f}, {v['ratio_hi']:.2f}]"
+        assert cells[3] == f"{v['ratio']:.2f}x{ci}"
