@@ -127,8 +127,9 @@ def _one_comparison(c: Comparison) -> str:
                  f'<table class="ladder"><tr><th>{_e(c.x_label)} ({_e(c.x_unit)})</th><th>A: {_e(c.a_label)}{unit}</th>'
                  f"<th>B: {_e(c.b_label)}{unit}</th><th>ratio A/B</th><th>note</th></tr>{rows}</table>")
     shape = [r.text for r in c.ranges] + [x.text for x in c.crossovers]
+    # the step shape reads as a winner ("A gives 1.1x-2.1x"): shown only where no verdict weighs the noise
     shape_html = (f'<p class="shape"><small>point estimates only (step frontiers, noise not weighed): '
-                  f'{_e("; ".join(shape))}</small></p>' if shape else "")
+                  f'{_e("; ".join(shape))}</small></p>' if shape and not evidence else "")
     return f'{head}<ul class="verdict">{verdict}</ul>{shape_html}{table}'
 
 

@@ -51,7 +51,9 @@ def test_report_has_charts_table_failures_manifest_and_banner(report_html: str) 
     assert "TTFT and ITL vs concurrency" in report_html and "Latency distributions (per request)" in report_html
     assert "pull request #1234" in report_html
     assert "HIP out of memory" in report_html and "startup-oom" in report_html  # failure reason + log tail
-    assert "crossover at" in report_html
+    # the seed has one trial per point: verdicts are inconclusive, and the step shape's crossover (a
+    # winner read off point estimates, noise not weighed) stays out of the report (issue 21)
+    assert "crossover at" not in report_html and "inconclusive" in report_html and "A/B [95% CI]" in report_html
     assert report_html.count('<tr class="done">') == 16 and report_html.count('<tr class="failed">') == 1
 
 
