@@ -39,6 +39,13 @@ def fingerprint(image: str, argv: list[str], env: dict[str, str]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def script_hashes(script: str | None, script_sha256: str | None, lib_sha256: str | None) -> dict[str, str]:
+    """The bench-script facts a scripted launch's fingerprint carries (none for a recipe launch)."""
+    if script is None:
+        return {}
+    return {"script:path": script, "script:sha256": script_sha256 or "", "lib:sha256": lib_sha256 or ""}
+
+
 class Launch(BaseModel):
     """One engine launch. ``argv`` is an argument vector (never a shell string)."""
 
@@ -69,6 +76,12 @@ class Launch(BaseModel):
     script_sha256: str | None = None
     lib_sha256: str | None = None
     client: list[list[str]] = Field(default_factory=list)
+
+    def fingerprint_extras(self) -> dict[str, str]:
+        """What the fingerprint takes besides image, argv and env: the extra files and, for a scripted launch,
+        the script's path and its and the lib's sha256 (``infx repro`` retakes the fingerprint over these)."""
+        return {**{f"file:{k}": v for k, v in self.files.items()},
+                **script_hashes(self.script, self.script_sha256, self.lib_sha256)}
 
     @property
     def base_url(self) -> str:

@@ -103,8 +103,8 @@ def register(app: typer.Typer) -> None:
         b: Path = typer.Argument(..., help="Point directory, bundle copy or receipt.json (B)."),
         as_json: bool = typer.Option(False, "--json", help="Print the differences as JSON."),
     ) -> None:
-        """What differs between two points' bundles, grouped: versions, argv, env, image, hardware, load,
-        inputs, point, workspace."""
+        """What differs between two points' bundles, grouped: versions, bench script and lib hashes, argv, env,
+        image, hardware, load, inputs, point, workspace."""
         from infx.repro.diffenv import GROUPS, diff_env, load_payload
 
         diffs = diff_env(load_payload(a), load_payload(b))

@@ -1,7 +1,8 @@
 """``infx diff-env A B``: what differs between two points' bundles, grouped.
 
 Groups: ``versions`` (Python, infx, lm-eval, the engine server's own version when it is not just its
-distribution's, and every installed distribution), ``argv`` (the launch's port-free argv, flag by flag),
+distribution's, and every installed distribution), ``script`` (a scripted launch's bench script path and
+sha256 and each sourced lib's sha256; nothing for recipe launches), ``argv`` (the launch's port-free argv, flag by flag),
 ``env`` (the launch's env, then the engine-relevant process env), ``image`` (reference, digest, runtime),
 ``hardware`` (the inventory's static facts), ``load`` (the load profile), ``inputs`` (dataset, trace,
 tokenizer and chat-template digests), ``point`` (the catalog row) and ``workspace`` (git commit, dirty).
@@ -11,6 +12,7 @@ is listed instead, so one changed engine argument is one difference.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from infx.diagnostics import Diagnostic, InfxError
 from infx.repro.payload import BundlePayload
 from infx.results.receipt import RECEIPT_FILE, read_receipt
 
-GROUPS = ("versions", "argv", "env", "image", "hardware", "load", "inputs", "point", "workspace")
+GROUPS = ("versions", "script", "argv", "env", "image", "hardware", "load", "inputs", "point", "workspace")
 
 
 class Difference(BaseModel):
@@ -114,10 +116,25 @@ def _hardware(p: BundlePayload) -> dict[str, Any]:
     return out
 
 
+_CONTAINER_NAME = re.compile(r"infx-[0-9a-f]{12}")
+
+
 def _argv(p: BundlePayload) -> list[str]:
-    if p.argv_template:
-        return p.argv_template
-    return list(p.launch.argv) if p.launch else []
+    """The port-free argv, with the container name a runtime wrapper derives from the launch's fingerprint
+    (``--name infx-<12 hex>``) left out like every other derived digest."""
+    argv = list(p.argv_template) if p.argv_template else list(p.launch.argv) if p.launch else []
+    return [("infx-{fingerprint}" if i and argv[i - 1] == "--name" and _CONTAINER_NAME.fullmatch(a) else a)
+            for i, a in enumerate(argv)]
+
+
+def _script(p: BundlePayload) -> dict[str, Any]:
+    r = p.recipe
+    out: dict[str, Any] = {}
+    if r.bench_script is not None:
+        out["bench script"] = r.bench_script.path
+        out["bench script sha256"] = r.bench_script.sha256
+    out.update({f"lib {name} sha256": sha for name, sha in r.lib_hashes.items()})
+    return out
 
 
 def _inputs(p: BundlePayload) -> dict[str, Any]:
@@ -138,6 +155,7 @@ def _load(p: BundlePayload) -> dict[str, Any]:
 def diff_env(a: BundlePayload, b: BundlePayload) -> list[Difference]:
     out: list[Difference] = []
     out += _dict_diff("versions", _versions(a), _versions(b))
+    out += _dict_diff("script", _script(a), _script(b))
     out += _dict_diff("argv", argv_flags(_argv(a)), argv_flags(_argv(b)))
     ea = a.launch.env if a.launch else {}
     eb = b.launch.env if b.launch else {}

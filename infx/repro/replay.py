@@ -50,7 +50,6 @@ def replay_launch(payload: BundlePayload, port: int, environ: dict[str, str] | N
                                    "it cannot be replayed from the bundle"))
     env = restored_env(payload, environ)
     rec = payload.launch
-    fp = fingerprint(rec.image, list(payload.argv_template),
-                     {**env, **{f"file:{k}": v for k, v in rec.files.items()}})
+    fp = fingerprint(rec.image, list(payload.argv_template), {**env, **rec.fingerprint_extras()})
     argv = [str(port) if a == PORT_PLACEHOLDER else a for a in payload.argv_template]
     return rec.model_copy(update={"argv": argv, "env": env, "port": port, "fingerprint": fp})

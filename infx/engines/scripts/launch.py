@@ -7,7 +7,7 @@ from pathlib import PurePosixPath
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.engines.hardware import Hardware
-from infx.engines.launch import PORT_PLACEHOLDER, Launch, Runtime, fingerprint
+from infx.engines.launch import PORT_PLACEHOLDER, Launch, Runtime, fingerprint, script_hashes
 from infx.engines.runtimes import RuntimeOptions, host_for, wrap
 from infx.engines.scripts.locate import ScriptLookup, workflow_env
 from infx.engines.scripts.source import ENGINE_OF, ScriptRender, ScriptSource, flag_value, port_free, python_for_local, server_env
@@ -45,7 +45,7 @@ def script_launch(point: Point, source: ScriptSource, lookup: ScriptLookup, hw: 
         argv = [base if a == name else (a.replace("=" + name, "=" + base) if a.endswith("=" + name) else a) for a in argv]
     engine_argv = python_for_local(argv) if runtime == "local" else argv
     options = options or RuntimeOptions()
-    hashes = {"script:path": sr.script, "script:sha256": sr.script_sha256, "lib:sha256": sr.lib_sha256}
+    hashes = script_hashes(sr.script, sr.script_sha256, sr.lib_sha256)
     inner_fp = fingerprint(point.image, engine_argv, {**env, **files, **hashes})
     argv_t = wrap(runtime, engine_argv=engine_argv, env=env, image=point.image, hardware=hw, gpus=point.gpus_per_server,
                   name=f"infx-{inner_fp[:12]}", local_model_dir=None, has_files=bool(files), options=options)
