@@ -297,18 +297,34 @@ class _Rows:
 
 
 def pack_ci(r: BenchResult) -> bytes | None:
-    """The intervals the analysis reads (``_CI_KEYS``) packed into 80 bytes; the full ``stats``
-    (every figure, per-trial values, standard errors) stays in result.json."""
+    """The intervals the analysis reads (``_CI_KEYS``) packed into 37 bytes; the full ``stats``
+    (every figure, per-trial values, standard errors) stays in result.json. Reads only the four
+    estimates it packs (method and df from the first of them) and their fields straight from
+    ``__dict__``: at ingest they are cold in memory, and each object touched costs more than the
+    arithmetic (``benchmarks/analysis_speed.py``)."""
     st = r.stats
     if not st:
         return None
-    first = next(iter(st.values()))
-    nan = math.nan
-    vals: list[Any] = [0 if first.method == "trials" else 1, nan if first.df is None else first.df]
-    for k in _CI_KEYS:
-        e = st.get(k)
-        vals += (nan, nan) if e is None or not e.mean else (e.lo / e.mean, e.hi / e.mean)
-    return _CI_FORMAT.pack(*vals)
+    get = st.get
+    es = (get("output_tok_per_s"), get("total_tok_per_s"), get("interactivity_median"), get("interactivity_p90"))
+    vals: list[float] = []
+    head = None
+    for e in es:
+        if e is None:
+            vals += _NO_BOUNDS
+            continue
+        d = e.__dict__  # the fields, without pydantic's attribute machinery
+        if head is None:
+            head = d
+        mean = d["mean"]
+        vals += (d["lo"] / mean, d["hi"] / mean) if mean else _NO_BOUNDS
+    if head is None:
+        head = next(iter(st.values())).__dict__
+    df = head["df"]
+    return _CI_FORMAT.pack(head["method"] != "trials", math.nan if df is None else df, *vals)
+
+
+_NO_BOUNDS = (math.nan, math.nan)
 
 
 def unpack_ci(blob: bytes) -> tuple[str, float | None, list[tuple[float, float] | None]]:
