@@ -149,7 +149,12 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
         data.agg_disagg_comparison = compare_agg_disagg(measured, run_id, norm=norm)
     from infx.analysis.cost import load_cost_view
 
-    data.cost = load_cost_view(store, measured, runs, model=cost_model, tier=cost_tier)
+    capacity = None
+    if results_root is not None:  # the capacity searches (infx run --search max-concurrency --slo TIER)
+        from infx.analysis.capacity import capacity_results
+
+        capacity = capacity_results(results_root, [r for r in (run_id, baseline) if r], measured) or None
+    data.cost = load_cost_view(store, measured, runs, model=cost_model, tier=cost_tier, capacity=capacity)
     data.evals = load_evals(store, runs)
     data.accuracy = compare_arm_accuracy(store, data.evals, run_id, None, None)
     if baseline:
