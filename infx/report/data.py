@@ -82,6 +82,7 @@ def _telemetry(store: Store, rd: ResultsDir, run_id: str, lines: list[PointLine]
             continue
         pt = load_point(rd.point_dir(run_id, line.point_id), line.point_id, line.conc, extra, figures[line.point_id])
         if pt is not None:
+            pt.energy_ci = line.measured.estimate("joules_per_output_token")
             out.append(pt)
     return out
 

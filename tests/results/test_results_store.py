@@ -324,3 +324,21 @@ def test_packed_intervals_round_trip_and_name_their_method() -> None:
     trials = {"output_tok_per_s": Estimate(mean=100.0, lo=97.5, hi=102.5, n=3, method="trials", se=0.6, df=2.0)}
     method, df, bounds = unpack_ci(pack_ci(base.model_copy(update={"stats": trials})))  # type: ignore[arg-type]
     assert (method, df) == ("trials", 2.0) and bounds[0] == pytest.approx((0.975, 1.025), rel=1e-6)
+
+
+def test_intervals_packed_before_energy_had_one_still_read() -> None:
+    """Rows written before energy per token had an interval hold four figures (37 bytes): they read
+    with no energy interval; new rows carry the fifth (J/output token)."""
+    import struct
+
+    from infx.metrics.uncertainty import Estimate
+    from infx.results.store import pack_ci, unpack_ci
+
+    old = struct.pack("<Bf8f", 0, 2.0, 0.9, 1.1, *(float("nan"),) * 6)
+    method, df, bounds = unpack_ci(old)
+    assert (method, df, len(bounds)) == ("trials", 2.0, 5) and bounds[0] == pytest.approx((0.9, 1.1), rel=1e-6)
+    assert bounds[1:] == [None] * 4
+    base = make_result(make_point(2, 4, isl=1024, osl=1024), SEED_ARMS[0])
+    e = Estimate(mean=0.5, lo=0.45, hi=0.55, n=3, method="trials", se=0.02, df=2.0)
+    _, _, bounds = unpack_ci(pack_ci(base.model_copy(update={"stats": {"joules_per_output_token": e}})))  # type: ignore[arg-type]
+    assert bounds[:4] == [None] * 4 and bounds[4] == pytest.approx((0.9, 1.1), rel=1e-6)
