@@ -127,8 +127,16 @@ class Measured:
 
     def estimate(self, key: str) -> "Estimate | None":
         """The interval of one headline figure (``output_tok_per_s``, ``total_tok_per_s``,
-        ``interactivity_median``, ``interactivity_p90``), if the result carried one (results from
+        ``interactivity_median``, ``interactivity_p90``, ``joules_per_output_token`` and its inverse
+        ``output_tok_per_j``), if the result carried one (results from
         before issue 21 did not)."""
+        if key == "output_tok_per_j":  # energy's y axis: the interval of J/token, inverted
+            e = self.estimate("joules_per_output_token")
+            if e is None or not e.mean or e.lo <= 0:
+                return None
+            se = None if e.se is None else e.se / e.mean / e.mean  # delta method: se(1/x) = se(x) / x^2
+            return type(e)(mean=1.0 / e.mean, lo=1.0 / e.hi, hi=1.0 / e.lo, n=e.n, method=e.method, se=se,
+                           df=e.df)
         if self.ci is None or key not in _CI_KEYS:
             return None
         from infx.results.store import unpack_ci
@@ -139,7 +147,8 @@ class Measured:
             return None
         rlo, rhi = b
         mean = {"output_tok_per_s": self.output_tok_per_s, "total_tok_per_s": self.total_tok_per_s,
-                "interactivity_median": self.interactivity_median, "interactivity_p90": self.interactivity_p90}[key]
+                "interactivity_median": self.interactivity_median, "interactivity_p90": self.interactivity_p90,
+                "joules_per_output_token": self.joules_per_output_token}[key]
         if mean is None:
             return None
         lo, hi = mean * rlo, mean * rhi
@@ -272,7 +281,8 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
     return out
 
 
-_CI_KEYS = ("output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90")
+_CI_KEYS = ("output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90",
+            "joules_per_output_token")
 
 
 def streaming_warned(checks_json: str | None) -> bool:
@@ -350,7 +360,7 @@ class ArmSeries:
     def errors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per point: relative standard error of y (NaN: no interval), its degrees of freedom
         (inf: within-run bootstrap, normal) and the trials behind it."""
-        key = Y_COLUMNS.get(self.y_metric) if self.y_metric != "energy" else None
+        key = Y_COLUMNS.get(self.y_metric)  # energy: output_tok_per_j, from the interval of J/token
         n = len(self.points)
         rel, df, tr = np.full(n, np.nan), np.full(n, np.inf), np.ones(n)
         for i, m in enumerate(self.points):

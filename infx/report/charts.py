@@ -74,7 +74,7 @@ def frontier_figure(series: Sequence[ArmSeries], run_id: str, title: str,
 def _error_bars(s: ArmSeries, xs: Sequence[float], ys: Sequence[float]) -> dict[str, object]:
     """95 % intervals of each point (issue 21) as plotly error bars on y (throughput, scaled to the
     series' normalisation) and x (interactivity); nothing for points measured without them."""
-    ykey = {"total": "total_tok_per_s", "output": "output_tok_per_s"}.get(s.y_metric)
+    ykey = {"total": "total_tok_per_s", "output": "output_tok_per_s", "energy": "output_tok_per_j"}.get(s.y_metric)
     xkey = "interactivity_median" if s.x_metric == "interactivity" else "interactivity_p90"
     out: dict[str, object] = {}
     for axis, key, values in (("y", ykey, ys), ("x", xkey, xs)):
@@ -111,7 +111,8 @@ def concurrency_figure(series: Sequence[ArmSeries], run_id: str, title: str) -> 
         conc = [m.conc for m in s.points]
         tput = [m.throughput(s.y_metric, "gpu") for m in s.points]
         inter = [m.interactivity_median for m in s.points]
-        yb = _bar(s, {"total": "total_tok_per_s", "output": "output_tok_per_s"}.get(s.y_metric), tput)
+        yb = _bar(s, {"total": "total_tok_per_s", "output": "output_tok_per_s",
+                      "energy": "output_tok_per_j"}.get(s.y_metric), tput)
         ib = _bar(s, "interactivity_median", inter)
         fig.add_trace(go.Scatter(x=conc, y=tput, mode="lines+markers",
                                  name=_name(s, run_id), legendgroup=_name(s, run_id),

@@ -171,8 +171,22 @@ def register(app: typer.Typer) -> None:
         from infx.analysis.capacity import capacity_lines
         from infx.results.store import locate_results as _locate
 
-        for line in capacity_lines(_locate(results_root(results))[0], [run_id] + ([baseline] if baseline else [])):
+        root = _locate(results_root(results))[0]
+        searched = [run_id] + ([baseline] if baseline else [])
+        for line in capacity_lines(root, searched):
             typer.echo(line)
+        if cost_model is not None:  # cost at the SLO tiers the capacity searches found
+            from infx.analysis.capacity import capacity_results
+            from infx.analysis.cost import cost_view
+
+            at = capacity_results(root, searched, measured)
+            if at:
+                view = cost_view([m for m in measured if m.run_id in searched], cost_model, tier, capacity=at)
+                for c, sc in zip(at, view.slo):
+                    v = sc.usd_per_mtok
+                    price = f"${v.value:,.4g}/Mtok" if v.value is not None else f"n/a ({v.reason})"
+                    typer.echo(f"{c.run_id} cost at SLO tier {c.slo!r} (price tier {view.tier}): {price} at "
+                               f"{sc.point_id} (conc {c.conc}; max users at tier {c.max_conc})")
         if published is not None:
             from infx.interop.prtable import print_table
 

@@ -82,6 +82,7 @@ def _telemetry(store: Store, rd: ResultsDir, run_id: str, lines: list[PointLine]
             continue
         pt = load_point(rd.point_dir(run_id, line.point_id), line.point_id, line.conc, extra, figures[line.point_id])
         if pt is not None:
+            pt.energy_ci = line.measured.estimate("joules_per_output_token")
             out.append(pt)
     return out
 
@@ -149,7 +150,12 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
         data.agg_disagg_comparison = compare_agg_disagg(measured, run_id, norm=norm)
     from infx.analysis.cost import load_cost_view
 
-    data.cost = load_cost_view(store, measured, runs, model=cost_model, tier=cost_tier)
+    capacity = None
+    if results_root is not None:  # the capacity searches (infx run --search max-concurrency --slo TIER)
+        from infx.analysis.capacity import capacity_results
+
+        capacity = capacity_results(results_root, [r for r in (run_id, baseline) if r], measured) or None
+    data.cost = load_cost_view(store, measured, runs, model=cost_model, tier=cost_tier, capacity=capacity)
     data.evals = load_evals(store, runs)
     data.accuracy = compare_arm_accuracy(store, data.evals, run_id, None, None)
     if baseline:

@@ -32,6 +32,7 @@ class PointTelemetry:
     cpu: dict[str, Series] = field(default_factory=dict)
     engine: list[EngineStateSample] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)  # the stored row (telemetry table)
+    energy_ci: Any = None  # the 95 % interval of J/output token across trials (issue 21), when measured
 
 
 def gpu_series(path: Path) -> dict[str, Series]:
@@ -108,6 +109,15 @@ def _fmt(v: Any, digits: int = 3) -> str:
     return html.escape(str(v))
 
 
+def _energy_ci(e: Any) -> str:
+    """J/output token's 95 % interval across trials, as +-% and its bounds (issue 21)."""
+    if e is None or not e.mean:
+        return ""
+    half = (e.hi - e.lo) / 2 / abs(e.mean) * 100
+    return (f'<br><small class="ci">&plusmn;{half:.1f}% [{_fmt(e.lo, 6)}, {_fmt(e.hi, 6)}] '
+            f"({e.n} trials)</small>")
+
+
 def figures_table(points: list[PointTelemetry]) -> str:
     head = ("<tr><th>point</th><th>conc</th><th>power valid</th><th>J / output token</th><th>avg W / GPU</th>"
             "<th>CPU J / output token</th><th>running (mean / max)</th><th>waiting max</th><th>KV max</th>"
@@ -119,7 +129,8 @@ def figures_table(points: list[PointTelemetry]) -> str:
         valid = "yes" if f.get("power_valid") else ("no: " + html.escape(", ".join(reasons)) if reasons else "no")
         rows.append(
             f"<tr><td><code>{html.escape(pt.point_id)}</code></td><td>{pt.conc}</td><td>{valid}</td>"
-            f"<td>{_fmt(f.get('joules_per_output_token'), 6)}</td><td>{_fmt(f.get('avg_power_w'))}</td>"
+            f"<td>{_fmt(f.get('joules_per_output_token'), 6)}{_energy_ci(pt.energy_ci)}</td>"
+            f"<td>{_fmt(f.get('avg_power_w'))}</td>"
             f"<td>{_fmt(f.get('cpu_joules_per_output_token'), 6)}</td>"
             f"<td>{_fmt(f.get('running_mean'), 1)} / {_fmt(f.get('running_max'), 0)}</td>"
             f"<td>{_fmt(f.get('waiting_max'), 0)}</td><td>{_fmt(f.get('kv_usage_max'))}</td>"

@@ -24,7 +24,7 @@ from infx.telemetry.nodes import NodeSampler
 from infx.telemetry.reasons import Reason
 
 if TYPE_CHECKING:
-    from infx.metrics.result import BenchResult
+    from infx.metrics.result import BenchResult, Trial
 
 GPU_FILE = "gpu_metrics.csv"
 CPU_FILE = "cpu_energy.csv"
@@ -61,6 +61,20 @@ def window_of(result: BenchResult) -> WindowCheck:
             return WindowCheck(window=None, reasons=[Reason.INVALID_BENCHMARK_RESULT])
     return energy.check_window(start, end, m.throughput.duration_s, m.completed, m.total_input_tokens,
                                m.total_output_tokens)
+
+
+def trial_window_of(result: BenchResult, trial: Trial) -> WindowCheck:
+    """One trial's window in unix seconds (its monotonic window on the result's clock), checked as
+    :func:`window_of` checks the whole one."""
+    clock = result.extra.get("clock") if isinstance(result.extra, dict) else None
+    m = trial.metrics
+    try:
+        mono, unix = int(clock["monotonic_ns"]), int(clock["unix_ns"])  # type: ignore[index]
+        w0, w1 = (int(v) for v in trial.window_ns)
+    except (KeyError, TypeError, ValueError):
+        return WindowCheck(window=None, reasons=[Reason.INVALID_BENCHMARK_RESULT])
+    return energy.check_window((unix + (w0 - mono)) / 1e9, (unix + (w1 - mono)) / 1e9, m.throughput.duration_s,
+                               m.completed, m.total_input_tokens, m.total_output_tokens)
 
 
 def visible_devices(env: dict[str, str] | None, count: int | None) -> list[str] | None:
@@ -146,7 +160,13 @@ class Telemetry:
             if self.engine.errors:
                 self.warnings.append(f"{self.engine.errors} /metrics scrapes failed")
         files = [n for n in SAMPLE_FILES if (self.dir / n).is_file()]
-        return TelemetrySummary(gpu_tool=self.gpu_tool, expected_gpu_count=self.expected_gpus,
+        per_trial: list[float | None] = []
+        if len(result.trials) >= 2 and (self.dir / GPU_FILE).is_file():
+            for tr in result.trials:  # each trial's energy per output token over its own window
+                v = energy.validate_power(self.dir / GPU_FILE, trial_window_of(result, tr), self.expected_gpus)
+                j = v.raw_metrics.get("joules_per_output_token") if v.power_valid else None
+                per_trial.append(float(j) if j is not None else None)
+        return TelemetrySummary(trial_joules_per_output_token=per_trial, gpu_tool=self.gpu_tool, expected_gpu_count=self.expected_gpus,
                                 power=validation.result_keys(), power_reasons=validation.reasons, cpu=cpu,
                                 gpu_energy_j=validation.raw_metrics.get("total_gpu_energy_j"),
                                 observed_gpu_count=validation.observed_gpu_count,
@@ -159,5 +179,13 @@ def attach(result: BenchResult, summary: TelemetrySummary) -> BenchResult:
     InferenceX export reads: validity, whole-deployment joules over the window, observed devices)."""
     power = {"power_valid": bool(summary.power.get("power_valid")), "total_gpu_energy_j": summary.gpu_energy_j,
              "gpu_count": summary.observed_gpu_count or None}
-    return result.model_copy(update={"extra": {**result.extra, "telemetry": summary.model_dump(mode="json"),
-                                               "power": power}})
+    update: dict[str, Any] = {"extra": {**result.extra, "telemetry": summary.model_dump(mode="json"),
+                                        "power": power}}
+    per_trial = [j for j in summary.trial_joules_per_output_token if j is not None]
+    if len(per_trial) >= 2 and len(per_trial) == len(summary.trial_joules_per_output_token):
+        from infx.metrics.uncertainty import across_trials
+
+        est = across_trials(per_trial)  # every trial's power valid: mean and Student-t interval
+        if est is not None:
+            update["stats"] = {**result.stats, "joules_per_output_token": est}
+    return result.model_copy(update=update)

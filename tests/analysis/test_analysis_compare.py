@@ -327,3 +327,40 @@ def test_run_to_run_drift_widens_matched_intervals() -> None:
     assert c.targets == []  # matched by concurrency: no interactivity-target verdicts
     c = compare_frontiers(a, a, a_label="R2", b_label="R1", by_conc=uniform, drift=True)
     assert all(v.decision == "a" for v in c.by_conc)
+
+
+def test_energy_verdicts_read_the_energy_interval() -> None:
+    """`infx compare --metric energy`: tokens per joule carry the per-trial interval of J/token, so
+    two arms of the same energy are never a winner, and a 30% difference with tight intervals is."""
+    import dataclasses
+    import struct
+
+    from infx.analysis.compare import compare_arms
+    from infx.analysis.dataset import ArmKey, Measured, WorkloadKey
+
+    wl = WorkloadKey("m", "bf16", "h100", "vllm", "fixed-seq-len", 1024, 1024)
+    nan = float("nan")
+
+    def pts(topo: str, j: float, rel: float) -> list[Measured]:
+        # energy's interval only (3 trials, df 2): bounds 1 -+ rel of the J/token
+        ci = struct.pack("<Bf10f", 0, 2.0, *(nan,) * 8, 1 - rel, 1 + rel)
+        out = []
+        for c, inter in ((1, 100.0), (4, 60.0), (16, 30.0)):
+            m = Measured("r", f"{topo}{c}", wl, ArmKey(topo, "none", "none"), "h100-cw", "img", c, 1, 8, None,
+                         inter, inter, 1000.0 * c ** 0.5, 2000.0 * c ** 0.5, *(None,) * 11,
+                         joules_per_output_token=j / c ** 0.3, trials=3, ci=ci)
+            out.append(m)
+        return out
+
+    same = pts("TP=1", 1.0, 0.04) + [dataclasses.replace(m, arm=ArmKey("TP=2", "none", "none"),
+                                                         point_id="b" + m.point_id) for m in pts("TP=1", 1.0, 0.04)]
+    cs = compare_arms(same, "r", "tp=1", "tp=2", y_metric="energy", norm="gpu")
+    decisions = {t.decision for c in cs.comparisons for t in c.targets}
+    assert decisions and decisions <= {"equivalent", "inconclusive"}, decisions
+    better = pts("TP=1", 1.0, 0.01) + pts("TP=2", 1.3, 0.01)  # TP=2 needs 30% more J/token
+    cs = compare_arms(better, "r", "tp=1", "tp=2", y_metric="energy", norm="gpu")
+    targets = [t for c in cs.comparisons for t in c.targets]
+    wins = [t for t in targets if t.decision == "a"]  # (a target at a frontier's edge stays inconclusive)
+    assert wins and {t.decision for t in targets} <= {"a", "inconclusive"}, [t.text for t in targets]
+    assert all(t.ratio_lo is not None and t.ratio_lo < 1.3 < t.ratio_hi for t in wins)  # type: ignore[operator]
+    assert "in output tokens per joule" in wins[0].text and "3 trials" in wins[0].text

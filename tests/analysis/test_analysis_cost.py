@@ -438,3 +438,62 @@ def test_report_and_compare_refuse_a_bad_workspace_table(tmp_path: Path, monkeyp
         lines = [ln for ln in r.output.splitlines() if ln.strip()]
         assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith(f"{bad}:12:"), r.output
     assert not (tmp_path / "r.html").exists()
+
+
+def _write_search(root: Path, name: str, template: str, max_conc: int | None, tier: str = "interactive") -> None:
+    import json
+
+    from infx.loadgen.search import Probe, SearchResult
+
+    res = SearchResult(tier=tier, slo={"ttft_p95_ms": 500.0}, max_conc=max_conc,
+                       first_miss=None if max_conc is None else max_conc * 2, stop_reason="converged",
+                       probes=[Probe(conc=max_conc or 1, met=max_conc is not None)])
+    d = root / "r1" / "search"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{name}.json").write_text(json.dumps({"template_point": template, **res.model_dump(mode="json")}))
+
+
+def test_cost_at_slo_prices_the_capacity_searches(tmp_path: Path, table,  # type: ignore[no-untyped-def]
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`infx run --search max-concurrency --slo TIER` leaves RUN/search/<launch>.json: the report and
+    `infx compare --metric cost` price the measured point of that launch at the largest concurrency
+    not above the capacity found; a tier nothing met, or a capacity below every measured point, is left out."""
+    from typer.testing import CliRunner
+
+    from infx.analysis.capacity import capacity_results
+    from infx.analysis.dataset import load_measured
+    from infx.cli import _register_all, app
+    from infx.results.store import Store
+
+    root = tmp_path / "results"
+    _write_run(root)
+    tp8 = make_point(8, 4, isl=1024, osl=1024, runner="cluster:mi355x-amds").point_id
+    _write_search(root, "launch-a", tp8, 40)  # between conc 16 and 64: conc 16 stands for it
+    _write_search(root, "launch-b", tp8, 2, tier="strict")  # below every measured concurrency
+    _write_search(root, "launch-c", tp8, None, tier="impossible")  # nothing met it
+    with Store(root / "infx.db") as st:
+        st.ingest_dir(root)
+        measured = load_measured(st)
+    (at,) = capacity_results(root, ["r1"], measured)
+    assert (at.slo, at.conc, at.max_conc) == ("interactive", 16, 40)
+    point16 = next(m for m in measured if m.point_id == at.point_id)
+    assert point16.arm.topology == "TP=8" and point16.conc == 16
+    view = cost_view(measured, table, "hyperscaler", sku_of=SKU_OF, capacity=[at])
+    (sc,) = view.slo
+    expected = point_cost(inputs_of_measured(point16), table, "hyperscaler", sku_of=SKU_OF).cost().value
+    assert sc.usd_per_mtok.value == pytest.approx(expected) and sc.point_id == at.point_id
+    html = _report(root, results_root=root)
+    assert 'id="cost-slo"' in html and at.point_id in html.split('id="cost-slo"')[1]
+    _register_all()
+    monkeypatch.setenv("INFX_WORKSPACE", str(tmp_path))
+    r = CliRunner().invoke(app, ["compare", str(root), "--metric", "cost", "--tier", "hyperscaler"])
+    assert r.exit_code in (0, 1), r.output
+    line = next(x for x in r.output.splitlines() if "cost at SLO tier" in x)
+    assert "'interactive'" in line and f"${expected:,.4g}/Mtok" in line and "max users at tier 40" in line
+    assert "'strict'" not in r.output.split("cost at SLO tier")[-1]
+
+
+def inputs_of_measured(m):  # type: ignore[no-untyped-def]
+    from infx.analysis.cost import inputs_of
+
+    return inputs_of(m)

@@ -304,3 +304,41 @@ def test_migration_7_keeps_every_trial_and_the_intervals(tmp_path: Path) -> None
     assert got[point.point_id].trials == 3 and e is not None and e.method == "trials"
     assert e.lo == pytest.approx(est.lo, rel=1e-3) and e.hi == pytest.approx(est.hi, rel=1e-3) and e.df == 2
     assert got[plain.point_id].trials == 1 and got[plain.point_id].estimate("output_tok_per_s") is None
+
+
+def test_packed_intervals_round_trip_and_name_their_method() -> None:
+    """results.ci: bounds relative to the mean (single floats), the method and df of the packed
+    estimates (not of some other figure's), NaN for a figure without an interval."""
+    from infx.metrics.uncertainty import Estimate
+    from infx.results.store import pack_ci, unpack_ci
+
+    base = make_result(make_point(2, 4, isl=1024, osl=1024), SEED_ARMS[0])
+    assert pack_ci(base) is None  # results from before issue 21: no interval
+    stats = {"ttft_p99": Estimate(mean=10.0, lo=9.0, hi=11.0, n=3, method="trials", se=0.4, df=2.0),
+             "interactivity_p90": Estimate(mean=50.0, lo=45.0, hi=60.0, n=1, method="within-run", se=3.0),
+             "total_tok_per_s": Estimate(mean=0.0, lo=0.0, hi=0.0, n=1, method="within-run")}
+    method, df, bounds = unpack_ci(pack_ci(base.model_copy(update={"stats": stats})))  # type: ignore[arg-type]
+    assert (method, df) == ("within-run", None)
+    assert bounds[0] is None and bounds[1] is None and bounds[2] is None  # absent; zero mean
+    assert bounds[3] == pytest.approx((0.9, 1.2), rel=1e-6)
+    trials = {"output_tok_per_s": Estimate(mean=100.0, lo=97.5, hi=102.5, n=3, method="trials", se=0.6, df=2.0)}
+    method, df, bounds = unpack_ci(pack_ci(base.model_copy(update={"stats": trials})))  # type: ignore[arg-type]
+    assert (method, df) == ("trials", 2.0) and bounds[0] == pytest.approx((0.975, 1.025), rel=1e-6)
+
+
+def test_intervals_packed_before_energy_had_one_still_read() -> None:
+    """Rows written before energy per token had an interval hold four figures (37 bytes): they read
+    with no energy interval; new rows carry the fifth (J/output token)."""
+    import struct
+
+    from infx.metrics.uncertainty import Estimate
+    from infx.results.store import pack_ci, unpack_ci
+
+    old = struct.pack("<Bf8f", 0, 2.0, 0.9, 1.1, *(float("nan"),) * 6)
+    method, df, bounds = unpack_ci(old)
+    assert (method, df, len(bounds)) == ("trials", 2.0, 5) and bounds[0] == pytest.approx((0.9, 1.1), rel=1e-6)
+    assert bounds[1:] == [None] * 4
+    base = make_result(make_point(2, 4, isl=1024, osl=1024), SEED_ARMS[0])
+    e = Estimate(mean=0.5, lo=0.45, hi=0.55, n=3, method="trials", se=0.02, df=2.0)
+    _, _, bounds = unpack_ci(pack_ci(base.model_copy(update={"stats": {"joules_per_output_token": e}})))  # type: ignore[arg-type]
+    assert bounds[:4] == [None] * 4 and bounds[4] == pytest.approx((0.9, 1.1), rel=1e-6)
