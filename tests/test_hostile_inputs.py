@@ -309,6 +309,29 @@ def test_hostile_input_is_one_line_exit_2(case: Case, _template: Path, tmp_path:
 
 
 @pytest.mark.timeout(5)
+def test_a_locked_store_is_one_line_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another writer holds infx.db: ingest waits its bound (here 0.3 s instead of 30 s, so the case
+    stays inside the corpus' 5 s), then says so in one line naming the store, exit 2."""
+    from infx.results import store as store_mod
+
+    root = _results(tmp_path)
+    with store_mod.Store(root / "infx.db") as s:
+        s.ingest_dir(root)
+    holder = sqlite3.connect(root / "infx.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # the other writer, mid-transaction
+    try:
+        monkeypatch.setattr(store_mod, "LOCK_WAIT_S", 0.3)
+        r = CliRunner().invoke(app, ["ingest", str(root)])
+    finally:
+        holder.rollback()
+        holder.close()
+    assert r.exit_code == 2 and "Traceback" not in r.stderr + r.stdout, (r.exit_code, r.stderr)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not _summary(ln)]
+    assert len(lines) == 1 and "infx.db" in lines[0] and "another infx process holds it" in lines[0], lines
+    assert _temp_files(tmp_path) == []
+
+
+@pytest.mark.timeout(5)
 def test_serve_on_a_port_in_use_is_one_line(tmp_path: Path) -> None:
     import socket
 

@@ -526,7 +526,7 @@ class Store:
                 self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.conn = open_for_writing(self.path)
+                self.conn = open_for_writing(self.path, lock_wait_s=LOCK_WAIT_S)
                 self.migrate(schema_target)
             self.conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT_S * 1000)}")
             self._check_tables(schema_target)
