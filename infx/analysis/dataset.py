@@ -21,6 +21,7 @@ from infx.analysis.perrole import is_disagg
 from infx.analysis.perrole import per_gpu as role_per_gpu
 from infx.analysis.perrole import per_node as role_per_node
 from infx.diagnostics import Diagnostic, InfxError
+from infx.metrics.cipack import CI_KEYS, unpack
 
 if TYPE_CHECKING:
     from infx.metrics.uncertainty import Estimate
@@ -121,7 +122,7 @@ class Measured:
     joules_per_output_token: float | None = None
     # issue 21: trials behind the figures and result.json ``stats`` (mean + 95 % interval per figure), as JSON
     trials: int = 1
-    # the packed intervals (infx.results.store.pack_ci): method, df, bounds of output/total tok/s and
+    # the packed intervals (infx.metrics.cipack): method, df, bounds of output/total tok/s and
     # interactivity median/P90
     ci: bytes | None = None
 
@@ -137,12 +138,10 @@ class Measured:
             se = None if e.se is None else e.se / e.mean / e.mean  # delta method: se(1/x) = se(x) / x^2
             return type(e)(mean=1.0 / e.mean, lo=1.0 / e.hi, hi=1.0 / e.lo, n=e.n, method=e.method, se=se,
                            df=e.df)
-        if self.ci is None or key not in _CI_KEYS:
+        if self.ci is None or key not in CI_KEYS:
             return None
-        from infx.results.store import unpack_ci
-
-        method, df, bounds = unpack_ci(self.ci)
-        b = bounds[_CI_KEYS.index(key)]
+        method, df, bounds = unpack(self.ci)
+        b = bounds[CI_KEYS.index(key)]
         if b is None:
             return None
         rlo, rhi = b
@@ -279,10 +278,6 @@ def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
                             buffered_stream=buffered, prefill_gpus=pg, decode_gpus=dg,
                             joules_per_output_token=row[-3], trials=row[-2] or 1, ci=row[-1]))
     return out
-
-
-_CI_KEYS = ("output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90",
-            "joules_per_output_token")
 
 
 def streaming_warned(checks_json: str | None) -> bool:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+
+from infx.metrics import cipack
 
 from infx.metrics.uncertainty import Estimate
 
@@ -139,6 +141,23 @@ class BenchResult(_Model):
             raise ValueError(f"schema_version {v} is not one this infx reads (1..{SCHEMA_VERSION}): "
                              "written by a newer infx, or not a result.json")
         return v
+
+    @field_validator("ci")
+    @classmethod
+    def _ci_packed(cls, v: str | None) -> str | None:
+        if v is not None:
+            cipack.decode(v)
+        return v
+
+    @field_serializer("ci")
+    def _ci_from_stats(self, _v: str | None) -> str | None:
+        return cipack.encode(cipack.pack_stats(self.stats))
+
+    def packed_ci(self) -> bytes | None:
+        """The packed summary of ``stats``: from ``ci`` as read from result.json, else packed now."""
+        if self.ci is not None and self.stats:
+            return cipack.decode(self.ci)
+        return cipack.pack_stats(self.stats)
     complete: bool = True
     started_at: float  # unix seconds
     ended_at: float
@@ -153,5 +172,8 @@ class BenchResult(_Model):
     # mean and 95 % interval (across trials, or a within-run bootstrap for a single trial)
     trials: list[Trial] = Field(default_factory=list)
     stats: dict[str, Estimate] = Field(default_factory=dict)
+    # the packed interval summary of ``stats`` (infx.metrics.cipack, base64): what the store keeps; rewritten
+    # from ``stats`` whenever the result is serialised, so a result.json never carries a stale one
+    ci: str | None = None
     stop_reason: str | None = None  # adaptive trials: why no further trial ran
     steady: SteadyState | None = None  # the stationary window (MSER-5) and its figures; None: < 20 requests

@@ -20,7 +20,6 @@ import hashlib
 import json
 import math
 import sqlite3
-import struct
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ from infx.results.layout import (
     RunManifest,
 )
 from infx.results.receipt import RECEIPT_FILE, has_receipt, verify_point_dir
+from infx.metrics import cipack
 from infx.results.sqlite_open import LOCK_WAIT_S, open_for_writing
 from infx.results.telemetry_rows import COLUMNS as _TELEMETRY_COLS
 from infx.results.telemetry_rows import MIGRATION_4, telemetry_row
@@ -144,13 +144,6 @@ _RESULT_COLS = (
     "itl_median", "itl_p90", "itl_p99", "e2el_median", "e2el_p90", "e2el_p99",
     "error_classes_json", "checks_json", "versions_json", "trials", "ci",
 )
-_CI_KEYS = ("output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90",
-            "joules_per_output_token")
-# method (0 trials, 1 within-run), df (NaN: normal), then 5 x (lo, hi) relative to the figure's mean, as
-# single floats (NaN: none): 45 bytes a row; the exact bounds stay in result.json ``stats``. Rows written
-# before energy had an interval hold the first four keys only (37 bytes): read by their length
-_CI_FORMAT = struct.Struct("<Bf10f")
-_CI_FORMAT_4 = struct.Struct("<Bf8f")
 _TRIAL_COLS = (
     "run_id", "point_id", "trial", "started_at", "ended_at", "warmup", "duration_s", "issued", "completed", "failed",
     "request_per_s", "output_tok_per_s", "total_tok_per_s", "interactivity_median", "interactivity_p90",
@@ -300,44 +293,13 @@ class _Rows:
 
 
 def pack_ci(r: BenchResult) -> bytes | None:
-    """The intervals the analysis reads (``_CI_KEYS``) packed into 45 bytes; the full ``stats``
-    (every figure, per-trial values, standard errors) stays in result.json. Reads only the four
-    estimates it packs (method and df from the first of them) and their fields straight from
-    ``__dict__``: at ingest they are cold in memory, and each object touched costs more than the
-    arithmetic (``benchmarks/analysis_speed.py``)."""
-    st = r.stats
-    if not st:
-        return None
-    get = st.get
-    es = (get("output_tok_per_s"), get("total_tok_per_s"), get("interactivity_median"), get("interactivity_p90"),
-          get("joules_per_output_token"))
-    vals: list[float] = []
-    head = None
-    for e in es:
-        if e is None:
-            vals += _NO_BOUNDS
-            continue
-        d = e.__dict__  # the fields, without pydantic's attribute machinery
-        if head is None:
-            head = d
-        mean = d["mean"]
-        vals += (d["lo"] / mean, d["hi"] / mean) if mean else _NO_BOUNDS
-    if head is None:
-        head = next(iter(st.values())).__dict__
-    df = head["df"]
-    return _CI_FORMAT.pack(head["method"] != "trials", math.nan if df is None else df, *vals)
-
-
-_NO_BOUNDS = (math.nan, math.nan)
+    """The intervals the analysis reads, packed (:mod:`infx.metrics.cipack`); None without ``stats``."""
+    return r.packed_ci()
 
 
 def unpack_ci(blob: bytes) -> tuple[str, float | None, list[tuple[float, float] | None]]:
-    """(method, df, bounds relative to the mean per ``_CI_KEYS``) of :func:`pack_ci`."""
-    v = (_CI_FORMAT_4 if len(blob) == _CI_FORMAT_4.size else _CI_FORMAT).unpack(blob)
-    bounds: list[tuple[float, float] | None] = [None if math.isnan(v[i]) else (v[i], v[i + 1])
-                                                for i in range(2, len(v), 2)]
-    bounds += [None] * (len(_CI_KEYS) - len(bounds))
-    return ("trials" if v[0] == 0 else "within-run"), (None if math.isnan(v[1]) else v[1]), bounds
+    """(method, df, bounds relative to the mean per ``CI_KEYS``) of :func:`pack_ci`."""
+    return cipack.unpack(blob)
 
 
 # --------------------------------------------------------------------------- identity

@@ -188,4 +188,5 @@ def attach(result: BenchResult, summary: TelemetrySummary) -> BenchResult:
         est = across_trials(per_trial)  # every trial's power valid: mean and Student-t interval
         if est is not None:
             update["stats"] = {**result.stats, "joules_per_output_token": est}
+            update["ci"] = None  # packed from the new stats when written (infx.metrics.cipack)
     return result.model_copy(update=update)

@@ -342,3 +342,30 @@ def test_intervals_packed_before_energy_had_one_still_read() -> None:
     e = Estimate(mean=0.5, lo=0.45, hi=0.55, n=3, method="trials", se=0.02, df=2.0)
     _, _, bounds = unpack_ci(pack_ci(base.model_copy(update={"stats": {"joules_per_output_token": e}})))  # type: ignore[arg-type]
     assert bounds[:4] == [None] * 4 and bounds[4] == pytest.approx((0.9, 1.1), rel=1e-6)
+
+
+def test_result_json_carries_the_packed_intervals_always_from_its_stats() -> None:
+    """result.json ``ci`` is the packed summary of ``stats`` (what ingest stores without reading the
+    estimates): written from ``stats`` at every serialisation, so a stale value never reaches a file;
+    a malformed one is refused on read."""
+    import pydantic
+
+    from infx.metrics import cipack
+    from infx.metrics.result import BenchResult
+    from infx.metrics.uncertainty import Estimate
+    from infx.results.store import pack_ci
+
+    base = make_result(make_point(2, 4, isl=1024, osl=1024), SEED_ARMS[0])
+    assert base.model_dump(mode="json")["ci"] is None  # no stats, no summary
+    a = {"output_tok_per_s": Estimate(mean=100.0, lo=97.5, hi=102.5, n=3, method="trials", se=0.6, df=2.0)}
+    b = {"output_tok_per_s": Estimate(mean=100.0, lo=80.0, hi=120.0, n=3, method="trials", se=5.0, df=2.0)}
+    ra = BenchResult.model_validate_json(base.model_copy(update={"stats": a}).model_dump_json())
+    assert ra.ci == cipack.encode(cipack.pack_stats(a)) and pack_ci(ra) == cipack.pack_stats(a)
+    stale = ra.model_copy(update={"stats": b})  # stats changed in memory, the old ci still attached
+    rb = BenchResult.model_validate_json(stale.model_dump_json())
+    assert rb.ci == cipack.encode(cipack.pack_stats(b)) != ra.ci
+    assert cipack.unpack(pack_ci(rb))[2][0] == pytest.approx((0.8, 1.2), rel=1e-6)  # type: ignore[arg-type]
+    for bad in ("not base64!", cipack.encode(b"\x00" * 10)):
+        data = ra.model_dump(mode="json") | {"ci": bad}
+        with pytest.raises(pydantic.ValidationError, match="ci"):
+            BenchResult.model_validate(data)
