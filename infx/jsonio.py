@@ -19,9 +19,14 @@ import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from infx.diagnostics import Diagnostic, InfxError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 
 #: Largest JSON document (or inflated gzip stream) read whole.
 MAX_BYTES = 512 * 2**20
@@ -200,6 +205,19 @@ def iter_jsonl(path: str | Path, *, what: str = "file", **bounds: Any) -> Iterat
     for lineno, line in lines(path, what=what, **bounds):
         if line.strip():
             yield lineno, loads(line, file, lineno)
+
+
+def iter_models(path: str | Path, model: type[M], *, what: str = "file") -> Iterator[M]:
+    """Each non-blank line of a JSONL (or gzip JSONL) file validated as ``model``; a line that does not
+    validate is an InfxError at its line."""
+    from pydantic import ValidationError
+
+    file = str(path)
+    for lineno, data in iter_jsonl(path, what=what):
+        try:
+            yield model.model_validate(data)
+        except ValidationError as exc:
+            raise invalid(exc, file, lineno) from None
 
 
 def invalid(exc: Any, file: str, line: int | None = None) -> InfxError:

@@ -171,15 +171,9 @@ def write_records(path: str | Path, records: Iterable[RequestRecord]) -> None:
 
 def iter_records(path: str | Path) -> Iterator[RequestRecord]:
     """Records of a ``records.jsonl.gz``; a bad or truncated file is an InfxError naming file and line."""
-    from pydantic import ValidationError
-
     from infx import jsonio
 
-    for lineno, data in jsonio.iter_jsonl(path, what="records file"):
-        try:
-            yield RequestRecord.model_validate(data)
-        except ValidationError as exc:
-            raise jsonio.invalid(exc, str(path), lineno) from None
+    yield from jsonio.iter_models(path, RequestRecord, what="records file")
 
 
 def read_records(path: str | Path) -> list[RequestRecord]:

@@ -169,17 +169,9 @@ def write_sessions(path: str | Path, sessions: list[SessionRecord]) -> None:
 
 
 def read_sessions(path: str | Path) -> list[SessionRecord]:
-    from pydantic import ValidationError
-
     from infx import jsonio
 
-    out = []
-    for lineno, data in jsonio.iter_jsonl(path, what="sessions file"):
-        try:
-            out.append(SessionRecord.model_validate(data))
-        except ValidationError as exc:
-            raise jsonio.invalid(exc, str(path), lineno) from None
-    return out
+    return list(jsonio.iter_models(path, SessionRecord, what="sessions file"))
 
 
 def run_replay_to_dir(

@@ -92,17 +92,9 @@ def agent(url: str, out: Path, interval_s: float, timeout_s: float) -> None:
 
 
 def read_samples(path: Path) -> list[EngineStateSample]:
-    from pydantic import ValidationError
-
     from infx import jsonio
 
-    out = []
-    for lineno, data in jsonio.iter_jsonl(path, what="engine-state file"):
-        try:
-            out.append(EngineStateSample.model_validate(data))
-        except ValidationError as exc:
-            raise jsonio.invalid(exc, str(path), lineno) from None
-    return out
+    return list(jsonio.iter_models(path, EngineStateSample, what="engine-state file"))
 
 
 def summarise(samples: list[EngineStateSample], window: BenchWindow | None) -> EngineStateSummary:
