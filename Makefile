@@ -7,12 +7,12 @@ STAMP  := $(VENV)/.infx-installed
 EVAL_VENV  := .venv-eval
 EVAL_STAMP := $(EVAL_VENV)/.infx-installed
 
-.PHONY: demo test test-fast test-churn venv router-venv eval-venv clean
+.PHONY: demo test test-fast test-churn lint typecheck venv router-venv eval-venv clean
 
 $(STAMP): pyproject.toml requirements/engine.lock.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps -r requirements/engine.lock.txt
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,lint]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -53,6 +53,15 @@ test-churn: $(STAMP) $(ROUTER_STAMP) $(EVAL_STAMP)
 ## subprocesses and test servers. `make test` stays serial: its slow tests share one engine launch.
 test-fast: $(STAMP) $(EVAL_STAMP)
 	$(PY) -m pytest -q -m "not slow" -n auto
+
+## The checkers (issue 20): ruff's lint rules and mypy (pydantic plugin; strict for records, metrics, results).
+## Configured in pyproject.toml; .ci/run runs both before the suite.
+LINT_PATHS := infx tests benchmarks .ci
+lint: $(STAMP)
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) $(EVAL_VENV) build *.egg-info .pytest_cache

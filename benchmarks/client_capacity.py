@@ -18,7 +18,6 @@ Target (issue 4): >= 20,000 chunks/s on one core with p99 error < 200 us.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import socket
@@ -123,8 +122,8 @@ def _dump(port: int) -> dict[str, list[int]]:
 def run_rate(port: int, rate: float, seconds: float, streams: int) -> dict:
     from infx.loadgen.drive import Counters, drive
     from infx.loadgen.http import Target, make_session
-    from infx.records import RequestSpec
     from infx.loadgen.source import ScheduledSource
+    from infx.records import RequestSpec
 
     interval_ns = int(streams / rate * 1e9)
     n = max(2, int(seconds * 1e9 / interval_ns))

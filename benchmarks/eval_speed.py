@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from infx.evals.protocol import EvalProtocol  # noqa: E402
-from infx.evals.runner import run_eval  # noqa: E402
-from infx.evals.tasks import test_size  # noqa: E402
-from tests.evals.oracle import expected_fraction, running_oracle  # noqa: E402
+from infx.evals.protocol import EvalProtocol
+from infx.evals.runner import run_eval
+from infx.evals.tasks import test_size
+from tests.evals.oracle import expected_fraction, running_oracle
 
 
 def main() -> int:

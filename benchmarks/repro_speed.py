@@ -54,7 +54,7 @@ def main() -> None:
             try:  # the recorded context (launch, load) when the point has a bundle, else the point alone
                 p = BundlePayload.model_validate(read_receipt(src).payload)
                 launch, load = p.launch, LoadProfile.model_validate(p.load.profile) if p.load else LoadProfile()
-            except Exception:  # noqa: BLE001 - an older point without a receipt
+            except Exception:
                 launch, load = None, LoadProfile()
             ctx = BundleContext(run_id=args.run_id, point=rd.read_point(args.run_id, pid).typed(), launch=launch,
                                 load=load, workspace_root=str(ROOT))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -54,7 +53,7 @@ def _register_all() -> None:
 
 @app.callback()
 def _root(
-    workspace: Optional[Path] = typer.Option(
+    workspace: Path | None = typer.Option(
         None, "--workspace", "-w", help="Workspace directory (default: $INFX_WORKSPACE, else the nearest directory "
         "upwards holding infx.toml, or configs/ + recipes/). `infx workspace` shows what was resolved."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Long warnings list every item, one per line "

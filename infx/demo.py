@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
     @app.command("demo")
     @exit_on_error
     def demo_cmd(
-        results: Optional[Path] = typer.Option(None, "--results", help="Results root; the run goes in RESULTS/demo "
+        results: Path | None = typer.Option(None, "--results", help="Results root; the run goes in RESULTS/demo "
                                                "(default: the workspace's results/)."),
         fresh: bool = typer.Option(False, "--fresh", help="Forget earlier demo results and measure everything."),
         ready_timeout: float = typer.Option(600.0, "--ready-timeout"),
@@ -98,12 +98,10 @@ def register(app: typer.Typer) -> None:
         import shutil
 
         from infx.engines.tiny_model import default_model_dir, ensure_tiny_model
+        from infx.outpaths import check_output_dir
         from infx.sweep.cli import run_prepared_locally
         from infx.sweep.driver import prepare
-
         from infx.workspace import current
-
-        from infx.outpaths import check_output_dir
 
         results = results or current().results_dir
         check_output_dir(results, "--results")  # before building the model and measuring
@@ -116,7 +114,7 @@ def register(app: typer.Typer) -> None:
         prep = prepare(req)
         code = run_prepared_locally(prep)
         if report:
-            out: Optional[Path] = None
+            out: Path | None = None
             try:
                 out = write_report(run_dir)
             except Exception as exc:

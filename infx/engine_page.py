@@ -91,7 +91,7 @@ def parse_metrics(text: str, t: float) -> EngineStateSample:
 def scrape_once(url: str, timeout_s: float) -> EngineStateSample | None:
     t = time.time()
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - the engine's own endpoint
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
             text = resp.read().decode("utf-8", errors="replace")
     except (OSError, ValueError):
         return None

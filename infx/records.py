@@ -132,7 +132,7 @@ class RequestRecord(_Model):
         end_ns: int,
         worker: int | None = None,
         error: tuple[str, str] | None = None,
-    ) -> "RequestRecord":
+    ) -> RequestRecord:
         """A record carrying ``spec``'s identity and the send/end times (and ``(class, message)``
         when the request failed); the stream facts are filled in by the caller."""
         rec = cls(
@@ -155,7 +155,7 @@ class RequestRecord(_Model):
         return rec
 
     @classmethod
-    def cancelled(cls, spec: RequestSpec, send_ns: int, end_ns: int, worker: int | None = None) -> "RequestRecord":
+    def cancelled(cls, spec: RequestSpec, send_ns: int, end_ns: int, worker: int | None = None) -> RequestRecord:
         return cls.for_spec(
             spec, send_ns, end_ns, worker, error=("cancelled", "run stopped while the request was in flight")
         )

@@ -66,10 +66,7 @@ class YamlSource:
         node = self.data
         found: list[PathElem] = []
         for elem in path:
-            if isinstance(node, dict) and elem in node:
-                node = node[elem]
-                found.append(elem)
-            elif isinstance(node, list) and isinstance(elem, int) and 0 <= elem < len(node):
+            if isinstance(node, dict) and elem in node or isinstance(node, list) and isinstance(elem, int) and 0 <= elem < len(node):
                 node = node[elem]
                 found.append(elem)
         key = tuple(found)
@@ -421,7 +418,7 @@ def parse_yaml(text: str | bytes, file: str) -> YamlSource:
     """Parse YAML text strictly. Syntax errors and duplicate keys raise :class:`InfxError`."""
     try:
         data, pos, kpos = _fast(text)
-    except Exception:  # noqa: BLE001 - anything unusual (or wrong) is the full path's to answer exactly
+    except Exception:
         return _parse_full(text, file)
     return YamlSource(file, data, pos, kpos)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -109,16 +108,16 @@ def replay_cmd(
     tokenizer: Path = typer.Option(..., help="the served model's directory or tokenizer.json"),
     out: Path = typer.Option(..., "--out", "-o", help="directory for result.json, records.jsonl.gz, sessions.jsonl.gz"),
     concurrency: int = typer.Option(4, "--concurrency", "-c", help="lanes (concurrent session trees)"),
-    duration: Optional[float] = typer.Option(600.0, help="seconds before new requests stop"),
-    max_sessions: Optional[int] = typer.Option(None, help="stop after this many sessions"),
+    duration: float | None = typer.Option(600.0, help="seconds before new requests stop"),
+    max_sessions: int | None = typer.Option(None, help="stop after this many sessions"),
     trajectory_start: str = typer.Option("0.25:0.75", help="first session's start, as a MIN:MAX ratio of its steps"),
     warmup_per_lane: int = typer.Option(10, help="warmup requests per lane (excluded from metrics)"),
     idle_gap_cap: float = typer.Option(300.0, help="longest idle gap replayed, seconds"),
     time_scale: float = typer.Option(1.0, help="multiply idle gaps (0: back to back)"),
-    max_context: Optional[int] = typer.Option(None, help="skip requests whose input + output exceed this"),
+    max_context: int | None = typer.Option(None, help="skip requests whose input + output exceed this"),
     error_threshold: float = typer.Option(0.10, help="fail the run above this error rate"),
     seed: int = typer.Option(42, help="session order and start offsets"),
-    cache_salt: Optional[str] = typer.Option(None, help="prompt salt (default: random, so runs never share cache)"),
+    cache_salt: str | None = typer.Option(None, help="prompt salt (default: random, so runs never share cache)"),
     sequential_subagents: bool = typer.Option(False, help="run subagents one after another (no fan-out)"),
 ) -> None:
     """Replay agentic traces against an OpenAI-compatible chat endpoint and write a BenchResult."""

@@ -26,8 +26,8 @@ from infx import atomic
 from infx.agentic.replay import ReplayConfig, ReplayOutcome, SessionRecord, replay
 from infx.agentic.stats import Dist
 from infx.engine_page import EngineStateSample, scrape_once
-from infx.records import RequestRecord, write_records
 from infx.metrics.result import BenchResult, Check, Metrics
+from infx.records import RequestRecord, write_records
 
 SESSIONS_FILE = "sessions.jsonl.gz"
 RESULT_FILE = "result.json"

@@ -122,7 +122,7 @@ class BlockTokenizer:
             k += 1
         return "".join(parts)
 
-    def with_block_size(self, block_size: int) -> "BlockTokenizer":
+    def with_block_size(self, block_size: int) -> BlockTokenizer:
         """The same word tokens cut into blocks of another size (traces may differ)."""
         if block_size == self.block_size:
             return self

@@ -61,7 +61,7 @@ class ReplayConfig(BaseModel):
     total_timeout_s: float | None = Field(1800.0, gt=0)
 
     @model_validator(mode="after")
-    def _ratio(self) -> "ReplayConfig":
+    def _ratio(self) -> ReplayConfig:
         if self.trajectory_start_min > self.trajectory_start_max:
             raise ValueError("trajectory_start_min > trajectory_start_max")
         if self.duration_s is None and self.max_sessions is None:

@@ -27,7 +27,7 @@ class Dist(BaseModel):
     max: float | None = None
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> "Dist":
+    def of(cls, values: Sequence[float]) -> Dist:
         if not values:
             return cls(count=0)
         a = np.asarray(values, dtype=float)

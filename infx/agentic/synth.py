@@ -49,7 +49,7 @@ class SynthConfig(BaseModel):
     model: str = "synthetic"
 
     @model_validator(mode="after")
-    def _ranges(self) -> "SynthConfig":
+    def _ranges(self) -> SynthConfig:
         for lo, hi in (("turns_min", "turns_max"), ("out_min", "out_max"), ("fanout_width_min", "fanout_width_max"),
                        ("subagent_turns_min", "subagent_turns_max")):
             if getattr(self, lo) > getattr(self, hi):

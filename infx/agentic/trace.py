@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
@@ -88,7 +88,7 @@ def _entry_tag(v: Any) -> str | None:
 
 
 TraceEntry = Annotated[
-    Union[Annotated[TraceRequest, Tag("n")], Annotated[SubagentEntry, Tag("subagent")]],
+    Annotated[TraceRequest, Tag("n")] | Annotated[SubagentEntry, Tag("subagent")],
     Discriminator(
         _entry_tag,
         custom_error_type="entry_type",

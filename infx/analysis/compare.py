@@ -26,7 +26,6 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from infx.analysis.accuracy import AccuracyComparison
-
 from infx.analysis.frontier import Direction, StepFrontier
 
 if TYPE_CHECKING:
@@ -463,7 +462,7 @@ def _frontier_pair(sa: ArmSeries, sb: ArmSeries, **kw: object) -> Comparison:
                              workload=sa.workload.label, **kw)  # type: ignore[arg-type]
 
 
-def _envelope(arms: Sequence["ArmSeries"], run_id: str) -> "ArmSeries":
+def _envelope(arms: Sequence[ArmSeries], run_id: str) -> ArmSeries:
     """All arms of one run and workload as one series: its frontier is the best deployment
     among them at each interactivity (what a run offers overall)."""
     from infx.analysis.dataset import ArmKey, ArmSeries

@@ -126,7 +126,7 @@ class Measured:
     # interactivity median/P90
     ci: bytes | None = None
 
-    def estimate(self, key: str) -> "Estimate | None":
+    def estimate(self, key: str) -> Estimate | None:
         """The interval of one headline figure (``output_tok_per_s``, ``total_tok_per_s``,
         ``interactivity_median``, ``interactivity_p90``, ``joules_per_output_token`` and its inverse
         ``output_tok_per_j``), if the result carried one (results from

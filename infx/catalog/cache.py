@@ -64,7 +64,7 @@ def get(data: bytes) -> Any | None:
         if hashlib.sha256(payload).digest() != digest:
             return None
         return pickle.loads(payload)
-    except Exception:  # noqa: BLE001 - missing, unreadable, torn or stale-format cache: parse instead
+    except Exception:
         return None
 
 
@@ -82,7 +82,7 @@ def put(data: bytes, value: Any) -> None:
             fh.write(payload)
         os.replace(tmp, path)
         tmp = None
-    except Exception:  # noqa: BLE001, S110 - read-only home or similar: caching is an optimisation only
+    except Exception:
         pass
     finally:
         if tmp is not None:

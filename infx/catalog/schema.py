@@ -85,14 +85,14 @@ class WorkerConfig(_Model):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _remember_key_order(cls, data: Any, handler: Any) -> "WorkerConfig":
+    def _remember_key_order(cls, data: Any, handler: Any) -> WorkerConfig:
         model = handler(data)
         if isinstance(data, dict):  # validated with extra="forbid": every key is a field name or alias
             model._yaml_keys = tuple(data)
         return model
 
     @model_validator(mode="after")
-    def _topology(self) -> "WorkerConfig":
+    def _topology(self) -> WorkerConfig:
         _check_tp_dcp(self.tp, self.dcp_size)
         return self
 
@@ -160,7 +160,7 @@ class SingleNodeSearchSpaceEntry(_Conc):
     router: ComponentMetadata | None = None
 
     @model_validator(mode="after")
-    def _rules(self) -> "SingleNodeSearchSpaceEntry":
+    def _rules(self) -> SingleNodeSearchSpaceEntry:
         self._check_conc()
         _check_tp_dcp(self.tp, self.dcp_size)
         return self
@@ -174,7 +174,7 @@ class MultiNodeSearchSpaceEntry(_Conc):
     kv_p2p_transfer: str | None = Field(None, alias="kv-p2p-transfer", min_length=1)
 
     @model_validator(mode="after")
-    def _rules(self) -> "MultiNodeSearchSpaceEntry":
+    def _rules(self) -> MultiNodeSearchSpaceEntry:
         self._check_conc()
         if (self.prefill.hardware is None) != (self.decode.hardware is None):
             raise At("'hardware' must be specified for both 'prefill' and 'decode', or neither", "prefill")
@@ -201,7 +201,7 @@ class AgenticCodingSearchSpaceEntry(_Conc):
         return self.prefill is not None
 
     @model_validator(mode="after")
-    def _rules(self) -> "AgenticCodingSearchSpaceEntry":
+    def _rules(self) -> AgenticCodingSearchSpaceEntry:
         has_workers = self.prefill is not None and self.decode is not None
         if (self.tp is None) == (not has_workers) or (self.prefill is None) != (self.decode is None):
             raise At("Agentic search-space entries must specify either tp or both prefill and decode")
@@ -272,7 +272,7 @@ class AgenticCodingConfig(_ScenarioExtensions):
     dram_utilization: float | None = Field(None, alias="dram-utilization", gt=0, le=1)
 
     @model_validator(mode="after")
-    def _dram(self) -> "AgenticCodingConfig":
+    def _dram(self) -> AgenticCodingConfig:
         if self.dram_utilization is None:
             for i, e in enumerate(self.search_space):
                 if e.kv_offloading == "dram":
@@ -285,7 +285,7 @@ class _Scenarios(_Model):
     agentic_coding: list[AgenticCodingConfig] = Field(default_factory=list, alias="agentic-coding")
 
     @model_validator(mode="after")
-    def _at_least_one(self) -> "_Scenarios":
+    def _at_least_one(self) -> _Scenarios:
         if not self.fixed_seq_len and not self.agentic_coding:  # type: ignore[attr-defined]
             raise At("At least one scenario type must be specified")
         return self

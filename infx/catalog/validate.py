@@ -16,10 +16,8 @@ def build_parser(prog: str = "infx validate") -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str] | None = None, prog: str = "infx validate") -> int:
-    from infx.catalog.loader import runner_warnings
+    from infx.catalog.loader import load_catalog_and_runners, runner_warnings
     from infx.diagnostics import InfxError
-    from infx.catalog.loader import load_catalog_and_runners
-
     from infx.workspace import current
 
     args = build_parser(prog).parse_args(argv)

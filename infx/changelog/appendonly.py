@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from infx.changelog.models import ParsedEntry
+from infx.diagnostics import Diagnostic
 from infx.matrix.buckets import (
     EVAL_FIELDS,
     NON_RECIPE_FIELDS,
@@ -29,8 +31,6 @@ from infx.matrix.buckets import (
     concs,
     is_agentic,
 )
-from infx.changelog.models import ParsedEntry
-from infx.diagnostics import Diagnostic
 
 
 def curve_key(row: Row) -> str:

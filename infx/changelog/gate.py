@@ -21,14 +21,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from infx.changelog import git
 from infx.changelog.appendonly import append_only_delta, scope_diagnostics
-from infx.matrix.buckets import (
-    BucketBuilder,
-    ChangelogMatrix,
-    ChangelogMetadata,
-    Row,
-    trim_conc,
-    with_fingerprint,
-)
 from infx.changelog.history import ChangeSet, PullRequestContext, check_history
 from infx.changelog.models import Changelog, ParsedEntry
 from infx.changelog.parse import entry_start_lines, parse_appended, parse_changelog
@@ -39,6 +31,14 @@ from infx.changelog.snapshot import (
     load_snapshot,
 )
 from infx.diagnostics import Diagnostic, InfxError
+from infx.matrix.buckets import (
+    BucketBuilder,
+    ChangelogMatrix,
+    ChangelogMetadata,
+    Row,
+    trim_conc,
+    with_fingerprint,
+)
 from infx.matrix.point import Point
 
 DEFAULT_CHANGELOG = "perf-changelog.yaml"

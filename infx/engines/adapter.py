@@ -40,7 +40,7 @@ class Topology:
         return self.tp * self.pp * self.pcp_size
 
     @classmethod
-    def from_point(cls, point: Point, spec_tokens: int) -> "Topology":
+    def from_point(cls, point: Point, spec_tokens: int) -> Topology:
         return cls(
             tp=point.tp or 1,
             pp=point.pp,

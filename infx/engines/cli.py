@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -32,10 +31,10 @@ def build_tiny_model_cmd(
 @engine_app.command("up")
 @exit_on_error
 def up_cmd(
-    port: Optional[int] = typer.Option(None, "--port", help="Port on 127.0.0.1 (default: a free one)."),
-    model_dir: Optional[Path] = typer.Option(None, "--model-dir", help="Model directory (default: <workspace>/.infx/cache/tinyllama, built if missing)."),
+    port: int | None = typer.Option(None, "--port", help="Port on 127.0.0.1 (default: a free one)."),
+    model_dir: Path | None = typer.Option(None, "--model-dir", help="Model directory (default: <workspace>/.infx/cache/tinyllama, built if missing)."),
     timeout: float = typer.Option(240.0, "--timeout", help="Seconds to wait for /health and one streamed completion."),
-    state_dir: Optional[Path] = typer.Option(None, "--state-dir", help="Where the state file and log go (default: <workspace>/.infx/engine).", hidden=True),
+    state_dir: Path | None = typer.Option(None, "--state-dir", help="Where the state file and log go (default: <workspace>/.infx/engine).", hidden=True),
 ) -> None:
     """Start vLLM on CPU serving the tiny model; print its URL once a completion streams."""
     from infx.engines import embedded
@@ -61,7 +60,7 @@ def up_cmd(
 @engine_app.command("down")
 def down_cmd(
     grace: float = typer.Option(15.0, "--grace", help="Seconds between SIGTERM and SIGKILL."),
-    state_dir: Optional[Path] = typer.Option(None, "--state-dir", hidden=True),
+    state_dir: Path | None = typer.Option(None, "--state-dir", hidden=True),
 ) -> None:
     """Stop the engine started by `infx engine up` (its whole process group)."""
     from infx.engines import embedded

@@ -100,7 +100,7 @@ class Launch(BaseModel):
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(redact_env(self.env).items()))
         return (env + " " if env else "") + shlex.join(self.argv)
 
-    def redacted(self) -> "Launch":
+    def redacted(self) -> Launch:
         return self.model_copy(update={"env": redact_env(self.env)})
 
     def write_files(self, directory: str | Path) -> list[Path]:

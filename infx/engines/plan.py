@@ -12,7 +12,6 @@ import json
 import shlex
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from pydantic import BaseModel
 

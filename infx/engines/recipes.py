@@ -72,7 +72,7 @@ class Layer(_Strict):
     """Engine arguments, environment and (TRT-LLM) options contributed by one layer."""
 
     args: dict[str, ArgValue] = Field(default_factory=dict)
-    env: dict[str, Union[str, int, float, bool, None]] = Field(default_factory=dict)
+    env: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
     options: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("args")
@@ -101,7 +101,7 @@ class Rule(Layer):
     ``"tp >= 4 and conc > 8"``.
     """
 
-    when: Union[dict[str, Union[Scalar, list[Scalar]]], str]
+    when: dict[str, Scalar | list[Scalar]] | str
 
     @field_validator("when")
     @classmethod
@@ -143,7 +143,7 @@ class ModelSource(_Strict):
     builder: Literal["tiny-model"] | None = None
 
     @model_validator(mode="after")
-    def _one(self) -> "ModelSource":
+    def _one(self) -> ModelSource:
         if (self.hub is None) == (self.local is None):
             raise ValueError("model-source needs exactly one of 'hub' or 'local'")
         if self.builder and not self.local:

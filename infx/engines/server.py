@@ -24,9 +24,8 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
-
 from collections.abc import Callable
+from pathlib import Path
 
 from infx.engines.launch import Launch
 from infx.engines.logparse import FailureKind, StartupFacts, classify_failure, parse_startup_log, tail
@@ -244,7 +243,7 @@ class EngineProcess:
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL already sent
             pass
 
-    def __enter__(self) -> "EngineProcess":
+    def __enter__(self) -> EngineProcess:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -57,27 +57,7 @@ CHAT_TEMPLATE = (
 
 # A fixed word list: everyday English plus the vocabulary of coding sessions, so that both
 # chat-like and agentic prompts tokenize into reasonably short sequences.
-_WORDS = """
-the of and to in is that it for on with as was at by be this are from or have an not but
-they which you one all were we when there can more if out so what up about into has them
-some would other than then its only time could new these two may first any like now my
-such make over our even most after also did many before must through back years where much
-your way well down should because each just those people how too little state good very
-world still own see men work long get here between both life being under never day same
-another know while last might great old year off come since against go came right used take
-three small large next early young important few public bad same able find give tell ask
-user system assistant model token request response server engine latency throughput batch
-function return value class import from def self none true false string list dict int float
-file path line error warning test build run start stop wait ready health metrics cache memory
-read write open close print format parse load save config option argument flag port host
-data table query index key map node graph edge tree sort search merge split join filter
-loop step range count sum min max mean total rate time second minute hour bench result
-code change patch diff commit branch review issue fix bug feature update version release
-please could you help me explain why this fails and how to fix it quickly thanks
-write a short function that returns the sum of numbers in a list
-agent tool call plan task goal context window prompt output input stream chunk event
-apple river mountain cloud stone light shadow garden window music story paper letter
-""".split()
+_WORDS = ["the", "of", "and", "to", "in", "is", "that", "it", "for", "on", "with", "as", "was", "at", "by", "be", "this", "are", "from", "or", "have", "an", "not", "but", "they", "which", "you", "one", "all", "were", "we", "when", "there", "can", "more", "if", "out", "so", "what", "up", "about", "into", "has", "them", "some", "would", "other", "than", "then", "its", "only", "time", "could", "new", "these", "two", "may", "first", "any", "like", "now", "my", "such", "make", "over", "our", "even", "most", "after", "also", "did", "many", "before", "must", "through", "back", "years", "where", "much", "your", "way", "well", "down", "should", "because", "each", "just", "those", "people", "how", "too", "little", "state", "good", "very", "world", "still", "own", "see", "men", "work", "long", "get", "here", "between", "both", "life", "being", "under", "never", "day", "same", "another", "know", "while", "last", "might", "great", "old", "year", "off", "come", "since", "against", "go", "came", "right", "used", "take", "three", "small", "large", "next", "early", "young", "important", "few", "public", "bad", "same", "able", "find", "give", "tell", "ask", "user", "system", "assistant", "model", "token", "request", "response", "server", "engine", "latency", "throughput", "batch", "function", "return", "value", "class", "import", "from", "def", "self", "none", "true", "false", "string", "list", "dict", "int", "float", "file", "path", "line", "error", "warning", "test", "build", "run", "start", "stop", "wait", "ready", "health", "metrics", "cache", "memory", "read", "write", "open", "close", "print", "format", "parse", "load", "save", "config", "option", "argument", "flag", "port", "host", "data", "table", "query", "index", "key", "map", "node", "graph", "edge", "tree", "sort", "search", "merge", "split", "join", "filter", "loop", "step", "range", "count", "sum", "min", "max", "mean", "total", "rate", "time", "second", "minute", "hour", "bench", "result", "code", "change", "patch", "diff", "commit", "branch", "review", "issue", "fix", "bug", "feature", "update", "version", "release", "please", "could", "you", "help", "me", "explain", "why", "this", "fails", "and", "how", "to", "fix", "it", "quickly", "thanks", "write", "a", "short", "function", "that", "returns", "the", "sum", "of", "numbers", "in", "a", "list", "agent", "tool", "call", "plan", "task", "goal", "context", "window", "prompt", "output", "input", "stream", "chunk", "event", "apple", "river", "mountain", "cloud", "stone", "light", "shadow", "garden", "window", "music", "story", "paper", "letter"]
 
 _PUNCT = [".", ",", "?", "!", ":", ";"]
 

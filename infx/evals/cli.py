@@ -7,7 +7,7 @@ import math
 import sys
 import urllib.request
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -38,23 +38,23 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option("--out", help="Directory for eval.json, eval-samples.jsonl, lm-eval/.")],
         task: Annotated[str, typer.Option("--task", help="lm-eval task; gsm8k is shipped and runs offline, "
                                           "others need the Hugging Face hub.")] = "gsm8k",
-        limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N test questions.")] = None,
+        limit: Annotated[int | None, typer.Option("--limit", help="Only the first N test questions.")] = None,
         num_concurrent: Annotated[int, typer.Option("--num-concurrent", help="Requests in flight.")] = 64,
         chat: Annotated[bool, typer.Option("--chat/--completions", help="Chat completions with the chat template "
                                            "and multi-turn few-shot (default), or plain completions.")] = True,
         isl: Annotated[int, typer.Option("--isl", help="Context rule: the benchmark's input length.")] = 8192,
         osl: Annotated[int, typer.Option("--osl", help="Context rule: the benchmark's output length.")] = 1024,
-        model_max_len: Annotated[Optional[int], typer.Option("--model-max-len", help="The model's/server's max "
+        model_max_len: Annotated[int | None, typer.Option("--model-max-len", help="The model's/server's max "
                                  "context (default: the server's max_model_len from /v1/models).")] = None,
-        max_length: Annotated[Optional[int], typer.Option("--max-length", help="Eval context (default: "
+        max_length: Annotated[int | None, typer.Option("--max-length", help="Eval context (default: "
                               "min(ISL+OSL+256, model max)).")] = None,
-        max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Output budget per question "
+        max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="Output budget per question "
                               "(default: ctx-4096 above 4096, else ctx//2; at most 16384).")] = None,
-        num_fewshot: Annotated[Optional[int], typer.Option("--num-fewshot", help="Few-shot examples (default: "
+        num_fewshot: Annotated[int | None, typer.Option("--num-fewshot", help="Few-shot examples (default: "
                                "the task's, 5 for gsm8k).")] = None,
-        model_prefix: Annotated[Optional[str], typer.Option("--model-prefix", help="Model card whose "
+        model_prefix: Annotated[str | None, typer.Option("--model-prefix", help="Model card whose "
                                 "eval-thresholds apply.")] = None,
-        threshold: Annotated[Optional[float], typer.Option("--threshold", help="Pass mark for every filter "
+        threshold: Annotated[float | None, typer.Option("--threshold", help="Pass mark for every filter "
                              "(default: model card, then the task default).")] = None,
         timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 1800.0,
         max_retries: Annotated[int, typer.Option("--max-retries")] = 5,

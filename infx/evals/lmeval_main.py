@@ -101,7 +101,7 @@ def main(config_path: str) -> int:
             fewshot_as_multiturn=cfg.get("fewshot_as_multiturn", False), gen_kwargs=cfg.get("gen_kwargs"),
             task_manager=tm, random_seed=0, numpy_random_seed=1234, torch_random_seed=1234,
             fewshot_random_seed=1234)
-    except BaseException as exc:  # noqa: BLE001 - classified and reported to the caller
+    except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
         if _is_hub_error(exc):

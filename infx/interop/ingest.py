@@ -341,9 +341,8 @@ def restore_imports(store: Store, results_root: Path) -> list[str]:
         path = d / IMPORT_FILE
         if not path.is_file() or (d / MANIFEST).is_file():
             continue
-        from infx.results.layout import read_model
-
         from infx.diagnostics import warn
+        from infx.results.layout import read_model
 
         points: dict[str, ImportedPoint] = {}
         try:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from infx.records import RequestRecord
 from infx.metrics.result import Check, Metrics
+from infx.records import RequestRecord
 
 FAIL_RATE_GATE = 0.05  # the reference client exits non-zero above 5 % failed requests
 CPU_BUSY_WARN = 0.9  # one event loop = one core: near 100 % means the client is the bottleneck

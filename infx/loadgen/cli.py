@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -17,7 +17,7 @@ def _fmt(v: float | None, nd: int = 2) -> str:
     return "-" if v is None else f"{v:,.{nd}f}"
 
 
-def render_summary(result: "BenchResult") -> None:
+def render_summary(result: BenchResult) -> None:
     """A summary table on stdout (rich)."""
     from rich.console import Console
     from rich.table import Table
@@ -87,8 +87,8 @@ def _run_search(config: object, tier: dict[str, float], limit: int, out: Path | 
     start = config.concurrency or 1
 
     def show(p: object) -> None:
-        typer.echo(f"probe conc={getattr(p, 'conc')}: {'meets' if getattr(p, 'met') else 'misses'} "
-                   f"({getattr(p, 'text')})")
+        typer.echo(f"probe conc={p.conc}: {'meets' if p.met else 'misses'} "
+                   f"({p.text})")
 
     quiet = config.model_copy(update={"progress": False})
     name = ",".join(f"{k}:{v:g}" for k, v in tier.items())
@@ -102,7 +102,7 @@ def _run_search(config: object, tier: dict[str, float], limit: int, out: Path | 
     return 0 if res.max_conc is not None else 1
 
 
-def _uncertainty_title(result: "BenchResult") -> str:
+def _uncertainty_title(result: BenchResult) -> str:
     n = len(result.trials) or 1
     method = next(iter(result.stats.values())).method
     title = f"uncertainty: {n} trial(s), " + ("Student-t across trials" if method == "trials"
@@ -120,38 +120,38 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         base_url: str = typer.Option(..., "--base-url", help="Server root, e.g. http://127.0.0.1:8000"),
         model: str = typer.Option(..., "--model", help="Served model name (sent as 'model')."),
-        tokenizer: Optional[Path] = typer.Option(None, "--tokenizer", help="Local dir (or file) with tokenizer.json; default: --model if it is a dir."),
+        tokenizer: Path | None = typer.Option(None, "--tokenizer", help="Local dir (or file) with tokenizer.json; default: --model if it is a dir."),
         endpoint: str = typer.Option("completions", "--endpoint", help="completions | chat"),
-        concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", help="Closed loop with C lanes; with --request-rate: a cap."),
-        request_rate: Optional[float] = typer.Option(None, "--request-rate", help="Open loop: arrivals per second."),
+        concurrency: int | None = typer.Option(None, "--concurrency", "-c", help="Closed loop with C lanes; with --request-rate: a cap."),
+        request_rate: float | None = typer.Option(None, "--request-rate", help="Open loop: arrivals per second."),
         arrival: str = typer.Option("poisson", "--arrival", help="poisson | gamma | constant (open loop)."),
-        burstiness: Optional[float] = typer.Option(None, "--burstiness", help="Gamma shape (1 = Poisson; < 1 burstier). Implies --arrival gamma."),
-        num_prompts: Optional[int] = typer.Option(None, "--num-prompts", "-n", help="Measured requests (default 10 x concurrency)."),
-        duration: Optional[float] = typer.Option(None, "--duration", help="Measure for S seconds instead of a request count."),
-        warmup: Optional[str] = typer.Option(None, "--warmup", help="Warmup requests (N) or seconds (Ns), excluded from metrics."),
+        burstiness: float | None = typer.Option(None, "--burstiness", help="Gamma shape (1 = Poisson; < 1 burstier). Implies --arrival gamma."),
+        num_prompts: int | None = typer.Option(None, "--num-prompts", "-n", help="Measured requests (default 10 x concurrency)."),
+        duration: float | None = typer.Option(None, "--duration", help="Measure for S seconds instead of a request count."),
+        warmup: str | None = typer.Option(None, "--warmup", help="Warmup requests (N) or seconds (Ns), excluded from metrics."),
         seed: int = typer.Option(0, "--seed"),
         trials: int = typer.Option(1, "--trials", help="Run the measured phase N times (warmup before the first only); "
                                    "figures get a 95% Student-t interval across trials."),
-        max_trials: Optional[int] = typer.Option(None, "--max-trials", help="Adaptive: keep adding trials (from --trials) "
+        max_trials: int | None = typer.Option(None, "--max-trials", help="Adaptive: keep adding trials (from --trials) "
                                                  "until the output tok/s CI half-width is within --ci-target, or M trials."),
         ci_target: float = typer.Option(0.05, "--ci-target", help="Adaptive stop: CI half-width as a fraction of the mean."),
-        search: Optional[str] = typer.Option(None, "--search", help="max-concurrency: the largest concurrency meeting "
+        search: str | None = typer.Option(None, "--search", help="max-concurrency: the largest concurrency meeting "
                                              "--slo (doubling from --concurrency, then bisection)."),
-        slo_tier: Optional[str] = typer.Option(None, "--slo", help="SLO tier for --search, e.g. ttft_p95_ms:500,tpot_p95_ms:30 "
+        slo_tier: str | None = typer.Option(None, "--slo", help="SLO tier for --search, e.g. ttft_p95_ms:500,tpot_p95_ms:30 "
                                           "(failed and timed-out requests count as misses)."),
         search_max: int = typer.Option(1024, "--search-max", help="Highest concurrency --search probes."),
         dataset: str = typer.Option("random", "--dataset", help="random | sharegpt"),
-        dataset_path: Optional[Path] = typer.Option(None, "--dataset-path", help="Local ShareGPT JSON/JSONL file."),
+        dataset_path: Path | None = typer.Option(None, "--dataset-path", help="Local ShareGPT JSON/JSONL file."),
         input_len: int = typer.Option(1024, "--input-len", help="Random prompts: input tokens (exact under the tokenizer)."),
-        output_len: Optional[int] = typer.Option(None, "--output-len", help="max_tokens (random default 128; sharegpt: the reply length)."),
+        output_len: int | None = typer.Option(None, "--output-len", help="max_tokens (random default 128; sharegpt: the reply length)."),
         range_ratio: float = typer.Option(1.0, "--range-ratio", help="Lengths drawn uniformly in [L*ratio, L]."),
         ignore_eos: bool = typer.Option(False, "--ignore-eos", help="Ask for exactly max_tokens tokens (checked)."),
-        goodput: Optional[list[str]] = typer.Option(None, "--goodput", help="SLOs in ms: --goodput ttft:500 tpot:50 e2el:10000"),
-        out: Optional[Path] = typer.Option(None, "--out", help="Directory for result.json and records.jsonl.gz."),
+        goodput: list[str] | None = typer.Option(None, "--goodput", help="SLOs in ms: --goodput ttft:500 tpot:50 e2el:10000"),
+        out: Path | None = typer.Option(None, "--out", help="Directory for result.json and records.jsonl.gz."),
         workers: int = typer.Option(1, "--workers", help="Processes to shard the lanes over."),
-        gpus: Optional[int] = typer.Option(None, "--gpus", help="GPUs behind the endpoint (per-GPU throughput)."),
-        nodes: Optional[int] = typer.Option(None, "--nodes", help="Nodes behind the endpoint (per-node throughput)."),
-        point: Optional[Path] = typer.Option(None, "--point", help="point.json of a matrix point (topology -> per-GPU figures)."),
+        gpus: int | None = typer.Option(None, "--gpus", help="GPUs behind the endpoint (per-GPU throughput)."),
+        nodes: int | None = typer.Option(None, "--nodes", help="Nodes behind the endpoint (per-node throughput)."),
+        point: Path | None = typer.Option(None, "--point", help="point.json of a matrix point (topology -> per-GPU figures)."),
         token_ids: bool = typer.Option(False, "--token-ids/--no-token-ids", help="Ask vLLM for per-chunk token ids."),
         continuous_usage: bool = typer.Option(True, "--continuous-usage/--no-continuous-usage", help="Ask for usage on every chunk."),
         stall_timeout: float = typer.Option(120.0, "--stall-timeout", help="Fail a request after S seconds without a byte."),
@@ -197,7 +197,7 @@ def register(app: typer.Typer) -> None:
                 from infx.matrix.point import Point
 
                 gpus = Point.from_row(point_row).gpus_per_server
-            except Exception as exc:  # noqa: BLE001 - a bad point is bad input
+            except Exception as exc:
                 diags.append(Diagnostic(f"not a matrix point: {exc}", file=str(point)))
         if out is not None:  # before measuring, so a measurement is never lost at the write
             from infx.outpaths import check_output_dir

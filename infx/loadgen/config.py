@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from infx.records import Endpoint
 from infx.loadgen.source import Arrival
+from infx.records import Endpoint
 
 
 class BenchConfig(BaseModel):
@@ -64,7 +64,7 @@ class BenchConfig(BaseModel):
         return check_base_url(v)
 
     @model_validator(mode="after")
-    def _shape(self) -> "BenchConfig":
+    def _shape(self) -> BenchConfig:
         if self.request_rate is not None and math.isinf(self.request_rate):
             self.request_rate = None
         if self.request_rate is None and self.concurrency is None:

@@ -32,7 +32,7 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
         raise InfxError(Diagnostic(f"no tokenizer.json at {p} (give a local model directory or tokenizer.json file)", file=str(p)))
     try:
         return Tokenizer.from_file(str(f))
-    except Exception as exc:  # noqa: BLE001 - the tokenizers library raises plain Exception
+    except Exception as exc:
         raise InfxError(Diagnostic(f"cannot load tokenizer: {exc}", file=str(f))) from None
 
 

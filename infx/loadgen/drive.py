@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import aiohttp
 
 from infx.loadgen.http import Target, stream_request
-from infx.records import RequestRecord, RequestSpec
 from infx.loadgen.source import RequestSource
+from infx.records import RequestRecord, RequestSpec
 
 _now = time.monotonic_ns
 
@@ -76,7 +76,7 @@ async def drive(
             rec = await stream_request(session, spec, target, worker=worker)
         except asyncio.CancelledError:
             rec = RequestRecord.cancelled(spec, send_ns, _now(), worker)
-        except Exception as exc:  # noqa: BLE001 - an issued request always ends as a record
+        except Exception as exc:
             msg = f"{type(exc).__name__}: {exc}"
             rec = RequestRecord.for_spec(spec, send_ns, _now(), worker, error=("client_error", msg[:300]))
         finally:
@@ -118,6 +118,6 @@ async def drive(
         if aclose is not None:
             try:
                 await aclose()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
     return records

@@ -133,7 +133,7 @@ async def stream_request(
             if status != 200:
                 try:
                     text = (await resp.content.read(4096)).decode("utf-8", "replace")
-                except Exception:  # noqa: BLE001 - the status already says enough
+                except Exception:
                     text = ""
                 error = (_classify_status(status), _short(f"HTTP {status}: {text}"))
             else:
@@ -155,7 +155,7 @@ async def stream_request(
         error = ("connection_reset", _short(f"{type(exc).__name__}: {exc}"))
     except aiohttp.ClientError as exc:
         error = ("connection_reset", _short(f"{type(exc).__name__}: {exc}"))
-    except Exception as exc:  # noqa: BLE001 - a record must always come back
+    except Exception as exc:
         error = ("client_error", _short(f"{type(exc).__name__}: {exc}"))
     end_ns = eof_ns if eof_ns is not None and error is None else _now()
 
@@ -185,7 +185,7 @@ class _TimedReader(aiohttp.StreamReader):
 
     __slots__ = ()
 
-    def feed_data(self, data: bytes, size: int = 0) -> bool:  # noqa: ARG002
+    def feed_data(self, data: bytes, size: int = 0) -> bool:
         if data:
             self._buffer.append((_now(), data))  # type: ignore[arg-type]
             self.total_bytes += len(data)
@@ -313,7 +313,7 @@ def parse_sse(reads: list[tuple[int, bytes]], rec: RequestRecord) -> tuple[str, 
     st = _StreamState()
     try:
         return _parse(reads, st)
-    except Exception as exc:  # noqa: BLE001 - a record must always come back
+    except Exception as exc:
         return ("malformed_sse", _short(f"cannot parse the stream: {type(exc).__name__}: {exc}"))
     finally:
         st.apply(rec)
@@ -573,6 +573,6 @@ def _walk(times: list[int], objs: list[Any], st: _StreamState) -> tuple[str, str
             err = count(t, text, role_only, choice.get("finish_reason"), token_ids, ct)
             if err is not None:
                 return err
-    except Exception as exc:  # noqa: BLE001 - a JSON shape we do not understand (KeyError, ...)
+    except Exception as exc:
         return ("malformed_sse", _short(f"unexpected event shape: {type(exc).__name__}: {exc}"))
     return None

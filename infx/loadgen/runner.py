@@ -29,10 +29,10 @@ from infx.loadgen.config import BenchConfig
 from infx.loadgen.datasets import Prompt, load_tokenizer, random_prompts, sharegpt_prompts
 from infx.loadgen.drive import Counters, drive
 from infx.loadgen.http import Target, make_session
-from infx.records import RECORDS_FILE, RequestRecord, RequestSpec, write_records
 from infx.loadgen.source import RequestSource, ScheduledSource, arrival_offsets_s, sleep_until
 from infx.metrics.compute import compute_metrics
 from infx.metrics.result import BenchResult
+from infx.records import RECORDS_FILE, RequestRecord, RequestSpec, write_records
 
 RESULT_FILE = "result.json"
 _now = time.monotonic_ns
@@ -149,7 +149,7 @@ async def _run_shard(
         if abort_sync is not None:
             try:
                 abort_sync()
-            except Exception:  # noqa: BLE001, S110 - best effort; the flag is what matters
+            except Exception:
                 pass
         if main_task is not None:
             main_task.cancel()
@@ -254,16 +254,16 @@ def _worker_main(plan: ShardPlan, barrier: Any, start_value: Any, shared: Any, o
     try:
         out = _event_loop_run(_run_shard(plan, counters, sync=sync, abort_sync=barrier.abort, on_tick=on_tick))
         out_q.put(("ok", plan.worker, out))
-    except BaseException as exc:  # noqa: BLE001 - report, never hang the parent
+    except BaseException as exc:
         try:
             barrier.abort()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
         # its records are lost: say how many measured requests it had sent (accounting check)
         out_q.put(("error", plan.worker, (f"{type(exc).__name__}: {exc}", counters.issued_measured)))
 
 
-def _run_workers(plans: list[ShardPlan], progress: "Progress | None") -> list[ShardOutput]:
+def _run_workers(plans: list[ShardPlan], progress: Progress | None) -> list[ShardOutput]:
     ctx = mp.get_context("fork")
     n = len(plans)
     start_value = ctx.Value("q", 0, lock=False)
@@ -350,7 +350,8 @@ class Progress:
     """Rich progress bar with live req/s, tok/s and errors (refreshed ~4x/s, off the hot path)."""
 
     def __init__(self, total: float, unit: str) -> None:
-        from rich.progress import BarColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as RichProgress
 
         self._unit = unit
         self._p = RichProgress(
@@ -384,10 +385,10 @@ class Progress:
 # --------------------------------------------------------------------------- run_bench
 def _server_version(base_url: str) -> str | None:
     try:
-        with urllib.request.urlopen(base_url.rstrip("/") + "/version", timeout=2) as resp:  # noqa: S310 - user URL
+        with urllib.request.urlopen(base_url.rstrip("/") + "/version", timeout=2) as resp:
             data = json.loads(resp.read().decode())
             return str(data.get("version")) if isinstance(data, dict) else None
-    except Exception:  # noqa: BLE001 - best effort
+    except Exception:
         return None
 
 

@@ -21,7 +21,6 @@ import asyncio
 import itertools
 import json
 import threading
-import time
 from collections.abc import Sequence
 
 from aiohttp import web
@@ -90,7 +89,7 @@ class SyntheticServer:
         return f"http://127.0.0.1:{self.port}"
 
     # --- lifecycle ---------------------------------------------------------------------
-    def __enter__(self) -> "SyntheticServer":
+    def __enter__(self) -> SyntheticServer:
         self.start()
         return self
 

@@ -14,7 +14,6 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from infx.diagnostics import Diagnostic, InfxError, list_message, set_verbose
@@ -59,7 +58,7 @@ class _Opts:
 # key resolution
 
 
-def resolve_keys(catalog: "Catalog", patterns: Sequence[str]) -> list[str]:
+def resolve_keys(catalog: Catalog, patterns: Sequence[str]) -> list[str]:
     """Config keys for ``patterns`` (fnmatch globs when they hold ``*``/``?``), deduplicated in order.
 
     Every pattern that matches nothing is reported in one InfxError.
@@ -91,7 +90,7 @@ def resolve_keys(catalog: "Catalog", patterns: Sequence[str]) -> list[str]:
 # row building
 
 
-def _base(e: "MasterEntry", runner: str) -> dict[str, Any]:
+def _base(e: MasterEntry, runner: str) -> dict[str, Any]:
     return {
         "image": e.image, "model": e.model, "model-prefix": e.model_prefix,
         "precision": e.precision, "framework": e.framework, "runner": runner,
@@ -104,7 +103,7 @@ def _component(c: Any) -> dict[str, Any] | None:
     return {"name": c.name, "version": c.version} if c.version is not None else {"name": c.name}
 
 
-def _runner_list(label: str, runners: "RunnerConfig", opts: _Opts) -> list[str]:
+def _runner_list(label: str, runners: RunnerConfig, opts: _Opts) -> list[str]:
     f = opts.runner_node_filter
     if not f:
         return [label]
@@ -123,7 +122,7 @@ def _worker_exp(w: Any) -> str:
     return s
 
 
-def _hardware(runners: "RunnerConfig", runner: str, field: str) -> Any:
+def _hardware(runners: RunnerConfig, runner: str, field: str) -> Any:
     hw = runners.hardware.get(runner)
     if hw is None:
         avail = ", ".join(runners.hardware) or "(none)"
@@ -133,7 +132,7 @@ def _hardware(runners: "RunnerConfig", runner: str, field: str) -> Any:
     return hw
 
 
-def _entry_rows(key: str, e: "MasterEntry", runners: "RunnerConfig", opts: _Opts) -> list[Gen]:
+def _entry_rows(key: str, e: MasterEntry, runners: RunnerConfig, opts: _Opts) -> list[Gen]:
     out: list[Gen] = []
     prefix = e.model_prefix
     want = opts.scenario_types
@@ -215,7 +214,7 @@ def _fixed_sn(key: str, e: Any, ss: Any, isl: int, osl: int, mml: int, exp: str,
     return out
 
 
-def _agentic(key: str, e: Any, ag: Any, ss: Any, runners: "RunnerConfig", runner_names: list[str],
+def _agentic(key: str, e: Any, ag: Any, ss: Any, runners: RunnerConfig, runner_names: list[str],
              opts: _Opts, top_p2p: str | None) -> list[Gen]:
     concs = _entry_concs(list_concs, ss, opts, fabricate=False)
     if not concs:
@@ -277,7 +276,7 @@ def _agentic(key: str, e: Any, ag: Any, ss: Any, runners: "RunnerConfig", runner
     return out
 
 
-def _generate(catalog: "Catalog", runners: "RunnerConfig", keys: Iterable[str], opts: _Opts) -> list[Gen]:
+def _generate(catalog: Catalog, runners: RunnerConfig, keys: Iterable[str], opts: _Opts) -> list[Gen]:
     gens: list[Gen] = []
     for key in keys:
         try:
@@ -320,8 +319,8 @@ def _warn(on_warning: Callable[[str], None] | None, message: str) -> None:
 
 
 def test_config_rows(
-    catalog: "Catalog",
-    runners: "RunnerConfig",
+    catalog: Catalog,
+    runners: RunnerConfig,
     config_keys: Sequence[str],
     *,
     evals: EvalMode | str = "default",
@@ -347,8 +346,8 @@ test_config_rows.__test__ = False  # type: ignore[attr-defined]  # not a pytest 
 
 
 def full_sweep_rows(
-    catalog: "Catalog",
-    runners: "RunnerConfig",
+    catalog: Catalog,
+    runners: RunnerConfig,
     *,
     evals: EvalMode | str = "default",
     model_prefix: Iterable[str] | None = None,

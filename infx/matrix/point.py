@@ -89,7 +89,7 @@ class Point(_Model):
     recipe_fingerprint: str | None = Field(None, alias="recipe-fingerprint")
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "Point":
+    def from_row(cls, row: dict[str, Any]) -> Point:
         return cls.model_validate(row)
 
     def to_row(self) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from infx.records import RequestRecord
 from infx.metrics.result import ErrorAware, Metrics, Stat, Throughput
+from infx.records import RequestRecord
 
 NS_PER_MS = 1e6
 GOODPUT_KEYS = ("ttft", "tpot", "e2el")

@@ -12,7 +12,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from infx.metrics import cipack
-
 from infx.metrics.uncertainty import Estimate
 
 SCHEMA_VERSION = 1
@@ -116,7 +115,7 @@ class SteadyState(_Model):
     throughput_p: float | None = None
     trend: bool = False
     text: str = ""
-    metrics: "Metrics | None" = None  # the figures over the window (None: nothing was trimmed)
+    metrics: Metrics | None = None  # the figures over the window (None: nothing was trimmed)
 
 
 class Trial(_Model):

@@ -20,6 +20,7 @@ from infx.catalog.slo import SLO_METRICS, SLO_STATS, check_tier, parse_slo_key  
 from infx.metrics.compute import e2el_ms, tpot_ms, ttft_ms
 from infx.records import RequestRecord
 
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -24,7 +24,6 @@ from infx.diagnostics import Diagnostic, InfxError
 from infx.preflight.units import ByteSize
 from infx.yamlsource import load_yaml
 
-
 # Element sizes of KV-cache / weight dtypes, as the engines spell them.
 DTYPE_BYTES: dict[str, float] = {
     "fp32": 4, "float32": 4, "float": 4,
@@ -56,7 +55,7 @@ class Provenance(_Card):
     source: str | None = None  # the public page (config.json, model card, datasheet) the value comes from
 
     @model_validator(mode="after")
-    def _estimate_needs_note(self) -> "Provenance":
+    def _estimate_needs_note(self) -> Provenance:
         if self.estimate and not self.note:
             raise ValueError("a value marked 'estimate: true' needs a 'note' saying how it was estimated")
         return self
@@ -86,7 +85,7 @@ class Weights(Provenance):
     bytes_per_param: dict[str, float] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _one_source(self) -> "Weights":
+    def _one_source(self) -> Weights:
         if not self.checkpoint and not self.checkpoints and not (self.parameters and self.bytes_per_param):
             raise ValueError("weights need 'checkpoint' bytes per precision, 'checkpoints' by repository, "
                              "or 'parameters' with 'bytes-per-param'")
@@ -143,7 +142,7 @@ class Moe(Provenance):
     attention_fraction: float | None = Field(None, gt=0.0, lt=1.0)
 
     @model_validator(mode="after")
-    def _fractions(self) -> "Moe":
+    def _fractions(self) -> Moe:
         if self.attention_fraction is not None and self.attention_fraction + self.expert_fraction > 1:
             raise ValueError("'attention-fraction' + 'expert-fraction' cannot exceed 1")
         return self
@@ -171,7 +170,7 @@ class Attention(Provenance):
     bytes_per_token: int | None = Field(None, gt=0)
 
     @model_validator(mode="after")
-    def _shape(self) -> "Attention":
+    def _shape(self) -> Attention:
         if self.kv_layers is not None and self.kv_layers > self.layers:
             raise ValueError("'kv-layers' cannot exceed 'layers'")
         if self.bytes_per_token is not None:
@@ -241,7 +240,7 @@ class Buffer(Provenance):
     per: Literal["gpu", "tp-shard"] = "gpu"
 
     @model_validator(mode="after")
-    def _one_formula(self) -> "Buffer":
+    def _one_formula(self) -> Buffer:
         if self.expr is not None:
             if self.dims is not None or self.bytes_per_element is not None:
                 raise ValueError("a buffer has either 'expr' or 'bytes-per-element' with 'dims', not both")
@@ -295,7 +294,7 @@ class ModelCard(_Card):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _known_dtypes(self) -> "ModelCard":
+    def _known_dtypes(self) -> ModelCard:
         for name in [self.dtype, *[d for d in self.kv_dtypes if d != "auto"]]:
             if name not in DTYPE_BYTES:
                 raise ValueError(f"unknown dtype '{name}' (known: {', '.join(sorted(DTYPE_BYTES))})")
@@ -330,7 +329,7 @@ class HardwareCard(_Card):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _gpu_facts(self) -> "HardwareCard":
+    def _gpu_facts(self) -> HardwareCard:
         if self.kind == "gpu":
             if not self.memory:
                 raise ValueError("a gpu card needs 'memory' (per device, from the vendor datasheet)")

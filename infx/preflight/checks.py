@@ -198,7 +198,7 @@ class PlaceholderScan:
 
     @classmethod
     def build(cls, config_files: Iterable[str | Path] = (), recipe_files: Iterable[str | Path] = (),
-              changelog: str | Path | None = None) -> "PlaceholderScan":
+              changelog: str | Path | None = None) -> PlaceholderScan:
         scan = cls()
         for f in config_files:
             src = load_yaml(f)

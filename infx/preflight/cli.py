@@ -8,7 +8,6 @@ import json
 import math
 import sys
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import typer

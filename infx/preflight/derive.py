@@ -298,8 +298,8 @@ def card_yaml(card: ModelCard) -> str:
     import yaml
 
     data = card.model_dump(mode="json", by_alias=True, exclude_defaults=True)
-    head = (f"# Derived by `infx cards derive` from the checkpoint's own files; values marked estimate: true\n"
-            f"# were worked out (see their note). Review before trusting a gate verdict on it.\n")
+    head = ("# Derived by `infx cards derive` from the checkpoint's own files; values marked estimate: true\n"
+            "# were worked out (see their note). Review before trusting a gate verdict on it.\n")
     return head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)
 
 

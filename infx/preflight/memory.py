@@ -15,7 +15,12 @@ import math
 from dataclasses import dataclass
 
 from infx.matrix.point import Point
-from infx.preflight.budget import CPU_RUNTIME_OVERHEAD_BYTES, RUNTIME_OVERHEAD_BYTES, RUNTIME_OVERHEAD_NOTE, engine_budget
+from infx.preflight.budget import (
+    CPU_RUNTIME_OVERHEAD_BYTES,
+    RUNTIME_OVERHEAD_BYTES,
+    RUNTIME_OVERHEAD_NOTE,
+    engine_budget,
+)
 from infx.preflight.cards import DTYPE_BYTES, Buffer, HardwareCard, ModelCard, Table
 from infx.preflight.launchargs import EngineSettings, json_arg, truthy
 from infx.preflight.units import GB, MIB, gb, gib

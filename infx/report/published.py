@@ -11,7 +11,7 @@ _COLOUR = {"better": "#1a7f37", "worse": "#cf222e"}
 
 
 def _ci(r: object) -> str:
-    lo, hi, unit = getattr(r, "ci_lo"), getattr(r, "ci_hi"), getattr(r, "unit")
+    lo, hi, unit = r.ci_lo, r.ci_hi, r.unit
     return "&ndash;" if lo is None or hi is None else f"{fmt(lo, unit)} &ndash; {fmt(hi, unit)}"
 
 

@@ -143,7 +143,7 @@ def stored_figures(conn: Any, run_id: str) -> dict[str, dict[str, Any]]:
     """point id -> its ``telemetry`` row (empty when the store predates migration 4)."""
     try:
         cur = conn.execute("SELECT * FROM telemetry WHERE run_id = ?", (run_id,))
-    except Exception:  # noqa: BLE001 - an older database has no telemetry table
+    except Exception:
         return {}
     names = [d[0] for d in cur.description]
     return {row[1]: dict(zip(names, row)) for row in cur}

@@ -112,7 +112,7 @@ def lm_eval_version() -> str | None:
         from infx.evals.runner import eval_python
 
         py = eval_python()
-    except Exception:  # noqa: BLE001 - no eval venv is a fact, not an error
+    except Exception:
         return None
     for root in dict.fromkeys((Path(py).parent.parent, Path(py).resolve().parent.parent)):  # the venv first
         for site in root.glob("lib/python*/site-packages"):

@@ -186,7 +186,7 @@ def _images_lock(workspace_root: str) -> dict[str, str]:
             return {}
         st = path.stat()
         return _lock_cached(str(path), st.st_size, st.st_mtime_ns)
-    except Exception:  # noqa: BLE001 - a bad lock is preflight's to report; the bundle just has no digest
+    except Exception:
         return {}
 
 

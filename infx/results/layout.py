@@ -225,7 +225,7 @@ def _json_diags(text: str, file: str, exc: ValidationError) -> list[Diagnostic]:
         from infx.yamlsource import parse_yaml
 
         return parse_yaml(text, file).diags_from_validation(exc)
-    except Exception:  # noqa: BLE001 - positions are a nicety; the messages are what matter
+    except Exception:
         return [Diagnostic(str(err["msg"]).removeprefix("Value error, "), file, path=tuple(err["loc"]))
                 for err in exc.errors(include_url=False)]
 

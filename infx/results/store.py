@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from typing import Any
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.matrix.point import Point
+from infx.metrics import cipack
 from infx.metrics.result import BenchResult
 from infx.results.evalrows import (
     ANSWER_COLS,
@@ -49,7 +49,6 @@ from infx.results.layout import (
     RunManifest,
 )
 from infx.results.receipt import RECEIPT_FILE, has_receipt, verify_point_dir
-from infx.metrics import cipack
 from infx.results.sqlite_open import LOCK_WAIT_S, open_for_writing
 from infx.results.telemetry_rows import COLUMNS as _TELEMETRY_COLS
 from infx.results.telemetry_rows import MIGRATION_4, telemetry_row

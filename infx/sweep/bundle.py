@@ -34,5 +34,5 @@ def finalise_point(run_dir: RunDir, point: Point, group: LaunchGroup, engine: An
             evals=EvalSettings(enabled=evaluator is not None, limit=getattr(evaluator, "limit", None)),
             workspace_root=str(current().root))
         write_bundle(run_dir.point_dir(point.point_id), ctx)
-    except Exception as exc:  # noqa: BLE001 - the measurement stands without its bundle
+    except Exception as exc:
         emit(ev.Note(f"point {point.point_id}: no repro bundle written: {type(exc).__name__}: {exc}"))

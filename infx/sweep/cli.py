@@ -6,7 +6,7 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -30,74 +30,74 @@ def register(app: typer.Typer) -> None:
     @app.command("run")
     @exit_on_error
     def run_cmd(
-        config_files: Optional[list[Path]] = typer.Option(None, "--config-files", help="Catalog (master config) "
+        config_files: list[Path] | None = typer.Option(None, "--config-files", help="Catalog (master config) "
                                                           "files (with --changelog: read at the revisions; default "
                                                           "the workspace's configs/*-master.yaml)."),
-        runner_config: Optional[Path] = typer.Option(None, "--runner-config", help="runners.yaml (default: the "
+        runner_config: Path | None = typer.Option(None, "--runner-config", help="runners.yaml (default: the "
                                                      "workspace's)"),
-        config_keys: Optional[list[str]] = typer.Option(None, "--config-keys", help="Catalog keys (fnmatch globs)."),
+        config_keys: list[str] | None = typer.Option(None, "--config-keys", help="Catalog keys (fnmatch globs)."),
         changelog: bool = typer.Option(False, "--changelog", help="Run exactly what a perf-changelog change selects "
                                        "(--base-ref/--head-ref) instead of --config-keys."),
-        base_ref: Optional[str] = typer.Option(None, "--base-ref", help="--changelog: base revision (e.g. origin/main)."),
-        head_ref: Optional[str] = typer.Option(None, "--head-ref", help="--changelog: head revision (e.g. HEAD)."),
+        base_ref: str | None = typer.Option(None, "--base-ref", help="--changelog: base revision (e.g. origin/main)."),
+        head_ref: str | None = typer.Option(None, "--head-ref", help="--changelog: head revision (e.g. HEAD)."),
         changelog_file: str = typer.Option("perf-changelog.yaml", "--changelog-file", help="--changelog: the "
                                            "changelog's path in the repository."),
         repo: Path = typer.Option(Path("."), "--repo", help="--changelog: repository to read revisions from."),
         trim_conc: bool = typer.Option(False, "--trim-conc", help="--changelog: keep only the lowest "
                                        "concurrency per curve."),
-        conc: Optional[list[int]] = typer.Option(None, "--conc", help="Run only these concurrencies "
+        conc: list[int] | None = typer.Option(None, "--conc", help="Run only these concurrencies "
                                                  "(repeatable; a subset of the selected points)."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Select, gate and group the points, write "
                                      "plan.json and print the plan; launch nothing."),
         evals: str = typer.Option("none", "--evals", help="default | none | evals-only | all"),
         evals_only: bool = typer.Option(False, "--evals-only", help="Same as --evals evals-only: only the "
                                         "eval points, launched at the eval context, no throughput run."),
-        eval_limit: Optional[int] = typer.Option(None, "--eval-limit", help="Grade only the first N questions "
+        eval_limit: int | None = typer.Option(None, "--eval-limit", help="Grade only the first N questions "
                                                  "of each eval (default: the whole test set)."),
-        results: Optional[Path] = typer.Option(None, "--results", help="Results directory (root of runs; "
+        results: Path | None = typer.Option(None, "--results", help="Results directory (root of runs; "
                                                "default: the workspace's results/)."),
-        run_id: Optional[str] = typer.Option(None, "--run-id", help="Default: derived from the config keys, "
+        run_id: str | None = typer.Option(None, "--run-id", help="Default: derived from the config keys, "
                                              "so the same command resumes the same run."),
         backend: str = typer.Option("local", "--backend", help="local | slurm"),
         fail_fast: bool = typer.Option(False, "--fail-fast", help="Start no new group after a failure "
                                        "(running work is never killed)."),
         rerun_failed: bool = typer.Option(False, "--rerun-failed", help="Retry failed points (done points are "
                                           "never re-measured)."),
-        recipes: Optional[Path] = typer.Option(None, "--recipes", help="Recipe directory (default: the workspace's "
+        recipes: Path | None = typer.Option(None, "--recipes", help="Recipe directory (default: the workspace's "
                                                "recipes/ over the built-in ones)."),
         ready_timeout: float = typer.Option(900.0, "--ready-timeout", help="Seconds an engine may take to become ready."),
         max_error_rate: float = typer.Option(0.0, "--max-error-rate", help="A point with more failed requests "
                                              "than this fraction is failed (its result is kept)."),
         prompts_per_conc: int = typer.Option(10, "--prompts-per-conc", help="Requests per point = conc x this."),
-        trials: Optional[int] = typer.Option(None, "--trials", help="Trials per point (warmup before the first only); "
+        trials: int | None = typer.Option(None, "--trials", help="Trials per point (warmup before the first only); "
                                              "default: the catalog scenario's trials:, else 1."),
-        max_trials: Optional[int] = typer.Option(None, "--max-trials", help="Adaptive: add trials until the output "
+        max_trials: int | None = typer.Option(None, "--max-trials", help="Adaptive: add trials until the output "
                                                  "tok/s 95% CI half-width is within --ci-target, at most M."),
         ci_target: float = typer.Option(0.05, "--ci-target", help="Adaptive stop: CI half-width / mean."),
-        search: Optional[str] = typer.Option(None, "--search", help="max-concurrency: per launch, the largest "
+        search: str | None = typer.Option(None, "--search", help="max-concurrency: per launch, the largest "
                                              "concurrency meeting --slo TIER (doubling, then bisection)."),
-        slo: Optional[str] = typer.Option(None, "--slo", help="SLO tier for --search, declared under slo: on "
+        slo: str | None = typer.Option(None, "--slo", help="SLO tier for --search, declared under slo: on "
                                           "the scenario in the catalog."),
         search_max: int = typer.Option(1024, "--search-max", help="Highest concurrency --search probes."),
         stop_at_saturation: bool = typer.Option(False, "--stop-at-saturation", help="Skip an arm's higher "
                                                 "concurrencies once one saturated (recorded skipped-saturated)."),
         preflight: bool = typer.Option(True, "--preflight/--no-preflight", help="Gate points with the preflight "
                                        "checks (a rejected point is skipped, never launched)."),
-        agentic_traces: Optional[Path] = typer.Option(None, "--agentic-traces", help="Trace file (weka JSONL) "
+        agentic_traces: Path | None = typer.Option(None, "--agentic-traces", help="Trace file (weka JSONL) "
                                                       "replayed by agentic points (`infx traces synth`); default: "
                                                       "synthetic traces written to RUN/traces/synthetic.jsonl."),
-        agentic_duration: Optional[float] = typer.Option(None, "--agentic-duration", help="Seconds per agentic "
+        agentic_duration: float | None = typer.Option(None, "--agentic-duration", help="Seconds per agentic "
                                                          "point (default: the point's duration)."),
         wait: bool = typer.Option(False, "--wait", help="slurm: block until the jobs have finished."),
         wait_timeout: float = typer.Option(3600.0, "--wait-timeout"),
-        partition: Optional[str] = typer.Option(None, "--partition", help="slurm partition"),
-        time_limit: Optional[str] = typer.Option(None, "--time", help="slurm time limit per job"),
-        max_parallel: Optional[int] = typer.Option(None, "--max-parallel", help="slurm: array throttle (%K)."),
-        pr_number: Optional[int] = typer.Option(None, "--pr-number", help="Mark the run unofficial: measured "
+        partition: str | None = typer.Option(None, "--partition", help="slurm partition"),
+        time_limit: str | None = typer.Option(None, "--time", help="slurm time limit per job"),
+        max_parallel: int | None = typer.Option(None, "--max-parallel", help="slurm: array throttle (%K)."),
+        pr_number: int | None = typer.Option(None, "--pr-number", help="Mark the run unofficial: measured "
                                                 "for this pull request (reports show a banner)."),
-        pr_branch: Optional[str] = typer.Option(None, "--pr-branch", help="Mark the run unofficial: measured "
+        pr_branch: str | None = typer.Option(None, "--pr-branch", help="Mark the run unofficial: measured "
                                                 "for this branch."),
-        baseline_run: Optional[str] = typer.Option(None, "--baseline-run", help="Run id this run is compared "
+        baseline_run: str | None = typer.Option(None, "--baseline-run", help="Run id this run is compared "
                                                    "with in reports (e.g. the official run)."),
         description: str = typer.Option("", "--description", help="Free text stored in the run manifest."),
         telemetry: bool = typer.Option(True, "--telemetry/--no-telemetry", help="Sample GPU power, CPU package "
@@ -108,13 +108,13 @@ def register(app: typer.Typer) -> None:
         """Measure catalog points: group by launch, launch once per group, resume what is done."""
         from infx.diagnostics import Diagnostic, InfxError
         from infx.results.layout import PullRequest
-        from infx.telemetry.session import TelemetryOptions
         from infx.sweep.driver import (
             ChangelogSelection,
             LoadProfile,
             RunRequest,
             prepare,
         )
+        from infx.telemetry.session import TelemetryOptions
         from infx.workspace import current
 
         ws = current()
@@ -210,14 +210,14 @@ def register(app: typer.Typer) -> None:
     @app.command("run-point")
     @exit_on_error
     def run_point_cmd(
-        row: Optional[str] = typer.Option(None, "--row", help="One matrix row as JSON (GitHub matrix entry); "
+        row: str | None = typer.Option(None, "--row", help="One matrix row as JSON (GitHub matrix entry); "
                                           "'-' reads it from stdin."),
-        row_file: Optional[Path] = typer.Option(None, "--row-file", help="A JSON file holding one matrix row."),
-        results: Optional[Path] = typer.Option(None, "--results", help="default: the workspace's results/"),
+        row_file: Path | None = typer.Option(None, "--row-file", help="A JSON file holding one matrix row."),
+        results: Path | None = typer.Option(None, "--results", help="default: the workspace's results/"),
         run_id: str = typer.Option("points", "--run-id"),
-        runner_config: Optional[Path] = typer.Option(None, "--runner-config", help="runners.yaml for the "
+        runner_config: Path | None = typer.Option(None, "--runner-config", help="runners.yaml for the "
                                                      "preflight gate (default: the workspace's, if present)."),
-        recipes: Optional[Path] = typer.Option(None, "--recipes"),
+        recipes: Path | None = typer.Option(None, "--recipes"),
         ready_timeout: float = typer.Option(900.0, "--ready-timeout"),
         max_error_rate: float = typer.Option(0.0, "--max-error-rate"),
         prompts_per_conc: int = typer.Option(10, "--prompts-per-conc"),
@@ -272,10 +272,10 @@ def register(app: typer.Typer) -> None:
     @app.command("status")
     @exit_on_error
     def status_cmd(
-        path: Optional[Path] = typer.Argument(None, help="A results directory or one run directory (default: "
+        path: Path | None = typer.Argument(None, help="A results directory or one run directory (default: "
                                               "the workspace's results/)."),
         as_json: bool = typer.Option(False, "--json"),
-        tier: Optional[str] = typer.Option(None, "--tier", help="Cost table tier of the $/Mtok column (default: "
+        tier: str | None = typer.Option(None, "--tier", help="Cost table tier of the $/Mtok column (default: "
                                            "the table's default tier)."),
     ) -> None:
         """Per point: queued / running / done / failed / skipped / pending (results dir + squeue/sacct)."""
@@ -337,8 +337,7 @@ def run_prepared_locally(prep: Any, *, starter: Any = None, measurer: Any = None
     """Run a prepared sweep on this host with live progress and a final table; the exit code."""
     from rich.console import Console
 
-    from infx.sweep.driver import run_local
-    from infx.sweep.driver import workspace_of
+    from infx.sweep.driver import run_local, workspace_of
     from infx.sweep.local import LocalMeasurer, LocalStarter, kv_calibrator
     from infx.sweep.progress import Progress, results_table
     from infx.sweep.rendering import renderer_at_port
@@ -444,8 +443,8 @@ def run_planned_groups(rd: Any, plan: Any, fingerprints: list[str]) -> int:
     return code
 
 
-def _submit_slurm(prep: Any, wait: bool, wait_timeout: float, partition: Optional[str], time_limit: Optional[str],
-                  max_parallel: Optional[int]) -> int:
+def _submit_slurm(prep: Any, wait: bool, wait_timeout: float, partition: str | None, time_limit: str | None,
+                  max_parallel: int | None) -> int:
     from infx.diagnostics import Diagnostic, InfxError
     from infx.sweep import slurm
     from infx.sweep.driver import (

@@ -13,8 +13,8 @@ from typing import Any
 
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
-from infx.sweep.profile import LoadProfile
 from infx.sweep.executors import LiveStats, ProgressFn
+from infx.sweep.profile import LoadProfile
 
 
 def bench_config(point: Point, engine: Any, profile: LoadProfile) -> Any:
@@ -65,8 +65,8 @@ def run_point_load(point: Point, engine: Any, point_dir: Path, profile: LoadProf
                                  metrics_url=getattr(launch, "metrics_url", None),
                                  warmup_requests_per_lane=profile.warmup_per_conc, max_context=max_context)
 
-    from infx.records import RECORDS_FILE, write_records
     from infx.loadgen.runner import execute
+    from infx.records import RECORDS_FILE, write_records
 
     run = execute(bench_config(point, engine, profile))
     if not run.result.complete:

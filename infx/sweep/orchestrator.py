@@ -34,8 +34,8 @@ from typing import Literal
 from infx.atomic import write_text
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
-from infx.sweep import events as ev
 from infx.results.receipt import discard_receipt
+from infx.sweep import events as ev
 from infx.sweep.bundle import finalise_point
 from infx.sweep.executors import (
     EngineStarter,
@@ -503,7 +503,7 @@ class Orchestrator:
 
         try:
             result = self.run_dir.results.read_result(self.run_dir.run_id, point.point_id)
-        except Exception:  # noqa: BLE001 - no result: nothing to judge
+        except Exception:
             return False, prev
         cur = (result.metrics.throughput.output_tok_per_s, result.metrics.ttft_ms.median)
         online = False

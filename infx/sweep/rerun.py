@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -84,19 +84,19 @@ def register(app: typer.Typer) -> None:
         source: Path = typer.Argument(..., help="A point directory or a copy of one (its bundle), or its "
                                       "receipt.json."),
         backend: str = typer.Option("local", "--backend", help="local | slurm"),
-        trials: Optional[int] = typer.Option(None, "--trials", help="Trials of the rerun (the sweep's --trials: "
+        trials: int | None = typer.Option(None, "--trials", help="Trials of the rerun (the sweep's --trials: "
                                              "one launch, N measured trials); default: as many as the original."),
-        results: Optional[Path] = typer.Option(None, "--results", help="Results directory for the rerun "
+        results: Path | None = typer.Option(None, "--results", help="Results directory for the rerun "
                                                "(default: the workspace's results/)."),
-        margin: Optional[float] = typer.Option(None, "--margin", help="Practical margin of the verdict "
+        margin: float | None = typer.Option(None, "--margin", help="Practical margin of the verdict "
                                                "(default 0.05, i.e. 5%, as `infx compare`)."),
         wait_timeout: float = typer.Option(3600.0, "--wait-timeout", help="slurm: seconds to wait for the job."),
-        partition: Optional[str] = typer.Option(None, "--partition", help="slurm partition"),
+        partition: str | None = typer.Option(None, "--partition", help="slurm partition"),
     ) -> None:
         """Rerun a point exactly (same argv, env, image, load profile, seed) from its bundle into a new run,
         then print the verdict against the original. Exit 1 when the rerun failed or reads better/worse."""
-        from infx.repro.diffenv import bundle_dir
         from infx.analysis.compare import DEFAULT_MARGIN
+        from infx.repro.diffenv import bundle_dir
         from infx.repro.verdict import compare_point
         from infx.sweep.cli import _submit_slurm, run_prepared_locally
         from infx.sweep.local import LocalStarter

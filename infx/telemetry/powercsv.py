@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _POWER_EXCLUDED = re.compile(r"limit|cap|max|min", re.IGNORECASE)
@@ -54,7 +54,7 @@ def parse_timestamp(cell: str) -> float | None:
         dt = datetime.fromisoformat(iso)
     except ValueError:
         return None
-    return dt.timestamp() if dt.tzinfo is None else dt.astimezone(timezone.utc).timestamp()
+    return dt.timestamp() if dt.tzinfo is None else dt.astimezone(UTC).timestamp()
 
 
 def parse_power(cell: str) -> float | None:

@@ -53,7 +53,7 @@ class FakeServer:
         finally:
             self.in_flight -= 1
 
-    async def start(self) -> "FakeServer":
+    async def start(self) -> FakeServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         self._runner = web.AppRunner(app)

@@ -273,7 +273,7 @@ def _rows(db: Path) -> list[tuple[object, ...]]:
     conn = sqlite3.connect(db)
     try:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
-        return sorted(((t, *row) for t in tables for row in conn.execute(f"SELECT * FROM {t}")), key=repr)  # noqa: S608
+        return sorted(((t, *row) for t in tables for row in conn.execute(f"SELECT * FROM {t}")), key=repr)
     finally:
         conn.close()
 

@@ -8,9 +8,8 @@ from pathlib import Path
 
 from infx.analysis.dataset import load_measured
 from infx.matrix.point import Point
-from infx.results.layout import PointStatus, ResultsDir
+from infx.results.layout import PointStatus, ResultsDir, write_point_outcome
 from infx.results.store import Store
-from infx.results.layout import write_point_outcome
 from infx.results.synthetic import Arm, make_manifest, make_point, make_result
 
 

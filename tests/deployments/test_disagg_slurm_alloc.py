@@ -72,8 +72,8 @@ def test_roles_are_pinned_to_their_pool_nodes(compat: Path) -> None:
 
 
 def test_placement_takes_exactly_the_nodes_sbatch_asked_for(compat: Path) -> None:
-    from infx.engines.disagg.placement import place
     from infx.diagnostics import InfxError
+    from infx.engines.disagg.placement import place
     from infx.engines.disagg.render import render_deployment
 
     seen = 0

@@ -8,8 +8,8 @@ from __future__ import annotations
 import socket
 import sys
 import textwrap
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 from infx.engines.launch import Launch
 

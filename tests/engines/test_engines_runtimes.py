@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from infx.engines.recipes import load_recipes
-from infx.workspace import BUILTIN_RECIPES_DIR
 from infx.engines.render import render_launch
 from infx.matrix.point import Point
+from infx.workspace import BUILTIN_RECIPES_DIR
 
 from .helpers import flag_value, seed_row, tiny_row
 
@@ -92,14 +92,14 @@ def test_container_runtime_details() -> None:
     launch = render_launch(Point.from_row(seed_row(2, 1)), _recipes(), runtime="docker")
     a = launch.argv
     assert a[:3] == ["docker", "run", "--rm"]
-    assert ["--device", "/dev/kfd"] == a[a.index("--device"):a.index("--device") + 2]  # AMD GPUs
+    assert a[a.index("--device"):a.index("--device") + 2] == ["--device", "/dev/kfd"]  # AMD GPUs
     assert "--gpus" not in a
     image_at = a.index(launch.image)
     assert a[image_at + 1:image_at + 3] == ["vllm", "serve"]
     assert flag_value(a, "--host") == "0.0.0.0"
     assert "VLLM_ROCM_USE_AITER=1" in a[:image_at]
     nv = render_launch(Point.from_row(_trt_row()), _recipes(), runtime="podman").argv
-    assert ["--device", "nvidia.com/gpu=all"] == nv[nv.index("--device"):nv.index("--device") + 2]
+    assert nv[nv.index("--device"):nv.index("--device") + 2] == ["--device", "nvidia.com/gpu=all"]
 
 
 def test_slurm_runtime_details() -> None:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from infx.diagnostics import InfxError
 from infx.engines.launch import PORT_PLACEHOLDER
 from infx.engines.recipes import workspace_recipes
 from infx.engines.render import render_launch

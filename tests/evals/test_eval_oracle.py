@@ -77,9 +77,8 @@ def test_reasoning_only_replies_are_graded(tmp_path):
 def test_failing_server_never_yields_a_complete_score(tmp_path, mode):
     (tmp_path / EVAL_FILE).write_text('{"an": "earlier eval"}\n')  # an earlier eval in the same --out
     (tmp_path / SAMPLES_FILE).write_text('{"doc_id": 0}\n')
-    with running_oracle(mode, fail_after=3) as o:
-        with pytest.raises(EvalFailed) as info:
-            run_eval(proto(limit=10, timeout_s=2), o.base_url, "oracle", tmp_path)
+    with running_oracle(mode, fail_after=3) as o, pytest.raises(EvalFailed) as info:
+        run_eval(proto(limit=10, timeout_s=2), o.base_url, "oracle", tmp_path)
     assert info.value.kind == "server"
     assert {"error500": "500", "timeout": "TimeoutError", "empty": "no completion"}[mode] in info.value.message
     # no score written, and the failed eval destroyed nothing: the earlier files stand (issue 26)

@@ -11,8 +11,8 @@ from infx.sweep.evalbridge import LocalEvaluator, eval_launch_point, protocol_fo
 from infx.sweep.grouping import group_points
 from infx.sweep.layout import RunDir
 from infx.sweep.orchestrator import Orchestrator, SweepOptions
-
 from tests.sweep.fakes import FakeMeasurer, FakeStarter, make_point
+
 from .oracle import running_oracle
 from .test_eval_oracle import HAVE_LMEVAL
 

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
-from infx.results.layout import PointStatus, ResultsDir
-from infx.results.layout import write_point_outcome
+from infx.results.layout import PointStatus, ResultsDir, write_point_outcome
 from infx.results.synthetic import Arm, make_manifest, make_point, make_result
 
 CONCS = (4, 8, 16, 32)

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from infx.loadgen.http import Target, build_body, make_session, parse_sse, stream_request
-from infx.records import RequestRecord, RequestSpec, read_records, write_records
 from infx.loadgen.testserver import SyntheticServer
+from infx.records import RequestRecord, RequestSpec, read_records, write_records
 
 from .faults import FAULT_CLASSES
 

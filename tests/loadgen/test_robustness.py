@@ -17,12 +17,12 @@ from typer.testing import CliRunner
 
 from infx.loadgen.checks import check_accounting, run_checks
 from infx.loadgen.http import Target, make_session, parse_sse, stream_request
-from infx.records import RequestRecord, RequestSpec
 from infx.loadgen.runner import execute
 from infx.loadgen.source import ScheduledSource
 from infx.loadgen.testserver import SyntheticServer
 from infx.metrics.compute import compute_metrics
 from infx.metrics.result import BenchResult
+from infx.records import RequestRecord, RequestSpec
 
 from .test_runner import _app, _cfg
 

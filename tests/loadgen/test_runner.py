@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from infx.loadgen.config import BenchConfig, parse_warmup
-from infx.records import read_records
 from infx.loadgen.runner import execute, run_bench
 from infx.loadgen.testserver import FAULTS, SyntheticServer
 from infx.metrics.result import BenchResult
+from infx.records import read_records
 
 from .faults import FAULT_CLASSES
 
@@ -199,8 +199,8 @@ def test_ctrl_c_writes_incomplete_result(tokenizer_dir, tmp_path):
 
 
 def test_execute_drives_a_custom_request_source(tokenizer_dir):
-    from infx.records import RequestSpec
     from infx.loadgen.source import ScheduledSource
+    from infx.records import RequestSpec
 
     specs = [RequestSpec(request_id=f"s-{i}", endpoint="chat", messages=[{"role": "user", "content": "hi"}], max_tokens=3,
                          session_id="a", turn=i) for i in range(5)]

@@ -10,9 +10,9 @@ import pytest
 
 from infx.loadgen.drive import Counters, drive
 from infx.loadgen.http import Target, make_session
-from infx.records import RequestRecord, RequestSpec
 from infx.loadgen.source import RequestSource, ScheduledSource, arrival_offsets_s, sleep_until
 from infx.loadgen.testserver import SyntheticServer
+from infx.records import RequestRecord, RequestSpec
 
 
 def test_constant_arrivals():

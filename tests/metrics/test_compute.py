@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from infx.records import RequestRecord
 from infx.metrics.compute import (
     compute_metrics,
     e2el_ms,
@@ -18,6 +17,7 @@ from infx.metrics.compute import (
     tpot_ms,
     ttft_ms,
 )
+from infx.records import RequestRecord
 
 MS = 1_000_000  # ns per ms
 

@@ -14,9 +14,9 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from pfhelpers import CONFIGS, REPO, SEED_KEY
 
 from infx.matrix.point import Point
-from pfhelpers import CONFIGS, REPO, SEED_KEY
 
 
 @pytest.fixture(scope="session")

@@ -99,10 +99,11 @@ def test_tinyllama_card_matches_built_model(tiny_model_dir, cards):
 def test_buffer_expr_equals_typed_product(seed_points, cards):
     """A buffer formula in the engines' expression language gives the same bytes as the typed
     product, and a formula naming an unknown quantity is rejected when the card loads."""
+    from pfhelpers import hand_launch
+
     from infx.preflight.cards import Buffer
     from infx.preflight.launchargs import engine_settings
     from infx.preflight.memory import buffer_bytes
-    from pfhelpers import hand_launch
 
     p = seed_points[0]
     s = engine_settings("vllm", hand_launch(p).argv, {}, capacity_bytes=288 * GB, point_tp=p.tp)

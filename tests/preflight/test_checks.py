@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from pfhelpers import hand_launch
 
 from infx.preflight.checks import PlaceholderScan, concurrency_headroom, eval_coverage, graph_ceiling
 from infx.preflight.gate import preflight_points
 from infx.preflight.launchargs import engine_settings, parse_argv
-from pfhelpers import hand_launch
 
 
 def _settings(launch, point, cap=288e9):

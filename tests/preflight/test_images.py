@@ -4,11 +4,11 @@ registry (Debian docker-registry on 127.0.0.1; images pushed over the distributi
 from __future__ import annotations
 
 import pytest
+from pfhelpers import SEED_DIGEST, SEED_IMAGE, hand_launch, push_image
 
 from infx.diagnostics import InfxError
 from infx.preflight.gate import PreflightOptions, preflight_points
 from infx.preflight.images import ImagesLock, load_images_lock, parse_image_ref, pin_check, resolve_digest, verify_image
-from pfhelpers import SEED_DIGEST, SEED_IMAGE, hand_launch, push_image
 
 
 @pytest.mark.parametrize("image,status", [

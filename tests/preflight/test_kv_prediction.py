@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pfhelpers import REPO
 
 from infx.preflight.gate import predict_kv_capacity
-from pfhelpers import REPO
 
 STARTUP_LOG = REPO / "tests" / "fixtures" / "engines" / "vllm_cpu_startup_ok.log"
 

@@ -4,8 +4,8 @@ acceptance checks are in test_seed_acceptance.py)."""
 from __future__ import annotations
 
 import pytest
-
 from pfhelpers import hand_launch
+
 from infx.preflight.gate import PreflightOptions, node_facts, predict_kv_capacity, preflight_points
 from infx.preflight.launchargs import engine_settings
 from infx.preflight.memory import NodeFacts, check_memory, table_on_host

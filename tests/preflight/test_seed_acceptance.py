@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pfhelpers import CONFIGS, REPO, SEED_DIGEST, SEED_IMAGE, push_image
 
 from infx.preflight.gate import preflight_points
 from infx.preflight.units import GB, GIB
-from pfhelpers import CONFIGS, REPO, SEED_DIGEST, SEED_IMAGE, push_image
 
 SEED_RECIPE = REPO / "recipes" / "dsv41flash-fp4-mi355x-vllm-agentic.yaml"
 

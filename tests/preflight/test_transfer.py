@@ -6,8 +6,8 @@ import json
 
 import pytest
 import yaml
-
 from pfhelpers import hand_launch
+
 from infx.preflight.gate import node_facts
 from infx.preflight.launchargs import engine_settings
 from infx.preflight.memory import check_memory

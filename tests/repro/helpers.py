@@ -9,9 +9,9 @@ from pathlib import Path
 
 from infx.engines.launch import Launch
 from infx.matrix.point import Point
+from infx.repro.writer import BundleContext, write_bundle
 from infx.results.layout import PointStatus, ResultsDir, write_point_outcome
 from infx.results.synthetic import make_manifest, make_records
-from infx.repro.writer import BundleContext, write_bundle
 from infx.sweep.profile import LoadProfile
 from infx.sweep.rendering import renderer_at_port
 from infx.telemetry.session import TelemetryOptions

@@ -179,14 +179,14 @@ def test_concurrent_writers_share_the_database(seed_results: ResultsDir) -> None
         try:
             with Store(seed_results.db_path) as st:
                 st.ingest_dir(seed_results.root)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     def ingest_each() -> None:
         try:
             for pid in seed_results.points("pr-1234"):
                 ingest_point(seed_results.root, "pr-1234", pid)
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=f) for f in (ingest_all, ingest_each, ingest_all)]
@@ -216,7 +216,7 @@ def test_writers_opening_a_fresh_database_together_all_succeed(tmp_path: Path) -
             try:
                 with Store(path) as st:
                     assert st.schema_version() == SCHEMA_VERSION
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:
                 errors.append(exc)
 
         threads = [threading.Thread(target=open_store) for _ in range(4)]

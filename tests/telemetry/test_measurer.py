@@ -4,7 +4,6 @@ figures in the result, on the load generator's own window."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,7 +15,6 @@ from infx.sweep.profile import LoadProfile
 from infx.telemetry.session import GPU_FILE, VALIDATION_FILE, TelemetryOptions
 from tests.interop.helpers import fixed_point
 from tests.telemetry.powerfiles import install_fake_tools
-
 
 
 def test_measure_with_telemetry(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from infx.engine_page import EngineStateSample, parse_metrics
 from infx.telemetry import rapl
 from infx.telemetry.energy import check_window, validate_power
-from infx.engine_page import EngineStateSample, parse_metrics
 from infx.telemetry.engine_state import EngineStateScraper, summarise
 from infx.telemetry.gpu import AmdSmiFilter, AmdSmiSampler, NvidiaSmiSampler, detect_tool
 from infx.telemetry.models import BenchWindow
 from tests.telemetry.powerfiles import install_fake_tools
-
 
 
 @pytest.fixture

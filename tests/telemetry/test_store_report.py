@@ -8,10 +8,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from infx.engine_page import EngineStateSample
 from infx.results.layout import ResultsDir
 from infx.results.store import Store
 from infx.telemetry.engine_state import ENGINE_STATE_FILE
-from infx.engine_page import EngineStateSample
 from infx.telemetry.session import GPU_FILE
 
 

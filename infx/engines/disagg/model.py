@@ -135,7 +135,7 @@ class Deployment(_Model):
     def gpus(self, kind: RoleKind | None = None) -> int:
         return sum(r.gpus for r in self.roles if kind is None or r.kind == kind)
 
-    def redacted(self) -> "Deployment":
+    def redacted(self) -> Deployment:
         return self.model_copy(update={"roles": [r.model_copy(update={"launch": r.launch.redacted()})
                                                  for r in self.roles]})
 

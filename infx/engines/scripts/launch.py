@@ -10,7 +10,15 @@ from infx.engines.hardware import Hardware
 from infx.engines.launch import PORT_PLACEHOLDER, Launch, Runtime, fingerprint, script_hashes
 from infx.engines.runtimes import RuntimeOptions, host_for, wrap
 from infx.engines.scripts.locate import ScriptLookup, workflow_env
-from infx.engines.scripts.source import ENGINE_OF, ScriptRender, ScriptSource, flag_value, port_free, python_for_local, server_env
+from infx.engines.scripts.source import (
+    ENGINE_OF,
+    ScriptRender,
+    ScriptSource,
+    flag_value,
+    port_free,
+    python_for_local,
+    server_env,
+)
 from infx.matrix.point import Point
 
 

@@ -13,10 +13,10 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from pydantic import BaseModel, Field
 
