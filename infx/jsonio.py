@@ -13,13 +13,14 @@ the data is read, so later stages only see sane values.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import math
 import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from infx.diagnostics import Diagnostic, InfxError
 
@@ -178,7 +179,7 @@ def lines(path: str | Path, *, max_bytes: int | None = None, max_line: int | Non
         head = raw.read(2)
         raw.seek(0)
         gz = _is_gzip(p, head)
-        fh: IO[bytes] = gzip.GzipFile(fileobj=raw) if gz else raw
+        fh: io.BufferedIOBase = gzip.GzipFile(fileobj=raw) if gz else raw
         total = 0
         lineno = 0
         while True:
