@@ -14,6 +14,7 @@ fails its checksum and is simply recomputed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -86,7 +87,5 @@ def put(data: bytes, value: Any) -> None:
         pass
     finally:
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass

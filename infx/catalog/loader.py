@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from infx.catalog import cache
 from infx.catalog.rules import entry_problems
 from infx.catalog.schema import MasterEntry, MultiNodeMasterEntry, SingleNodeMasterEntry
-from infx.diagnostics import Diagnostic, InfxError
+from infx.diagnostics import Diagnostic, InfxError, Severity
 
 if TYPE_CHECKING:
     from infx.catalog.runners import RunnerConfig
@@ -45,13 +45,13 @@ class Catalog:
     def keys(self) -> list[str]:
         return list(self.entries)
 
-    def diag(self, key: str, message: str, severity: str = "error", at_runner: bool = False) -> Diagnostic:
+    def diag(self, key: str, message: str, severity: Severity = "error", at_runner: bool = False) -> Diagnostic:
         src = self.sources.get(key)
         if src is None:
-            return Diagnostic(message, path=(key,), severity=severity)  # type: ignore[arg-type]
+            return Diagnostic(message, path=(key,), severity=severity)
         line, col = src.runner_pos if at_runner else src.key_pos
         path = (key, "runner") if at_runner else (key,)
-        return Diagnostic(message, src.file, line, col, path, severity)  # type: ignore[arg-type]
+        return Diagnostic(message, src.file, line, col, path, severity)
 
 
 FileEntries = dict[str, tuple[MasterEntry, Pos, Pos]]
@@ -110,7 +110,7 @@ def load_file(path: str | Path) -> FileEntries:
         raise InfxError(Diagnostic(f"Input file '{path}' does not exist.", str(path))) from None
     except OSError as exc:
         raise InfxError(Diagnostic(f"cannot read '{path}': {exc.strerror}", str(path))) from None
-    cached = cache.get(data)
+    cached: FileEntries | None = cache.get(data)  # unpickled: what put() stored for these bytes
     if cached is not None:
         return cached
     from infx.yamlsource import parse_yaml

@@ -11,9 +11,18 @@ master entry (agentic needs a cluster runner, component scope, disagg) live in `
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
 from infx.diagnostics import PathElem
 
@@ -85,7 +94,7 @@ class WorkerConfig(_Model):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _remember_key_order(cls, data: Any, handler: Any) -> WorkerConfig:
+    def _remember_key_order(cls, data: Any, handler: ModelWrapValidatorHandler[WorkerConfig]) -> WorkerConfig:
         model = handler(data)
         if isinstance(data, dict):  # validated with extra="forbid": every key is a field name or alias
             model._yaml_keys = tuple(data)
@@ -283,10 +292,12 @@ class AgenticCodingConfig(_ScenarioExtensions):
 
 class _Scenarios(_Model):
     agentic_coding: list[AgenticCodingConfig] = Field(default_factory=list, alias="agentic-coding")
+    if TYPE_CHECKING:  # each subclass declares the field with its own row type (its position: after this one)
+        fixed_seq_len: Sequence[SingleNodeFixedSeqLen | MultiNodeFixedSeqLen]
 
     @model_validator(mode="after")
     def _at_least_one(self) -> _Scenarios:
-        if not self.fixed_seq_len and not self.agentic_coding:  # type: ignore[attr-defined]
+        if not self.fixed_seq_len and not self.agentic_coding:
             raise At("At least one scenario type must be specified")
         return self
 

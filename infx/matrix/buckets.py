@@ -25,6 +25,8 @@ Repoint = Callable[[Row, Row], str]
 #: fields that do not change what an engine launch is (the recipe of a curve)
 NON_RECIPE_FIELDS = frozenset({"conc", "exp-name", "recipe-fingerprint", "point-id"})
 EVAL_FIELDS = frozenset({"run-eval", "eval-only", "eval-conc", "eval-all-concs"})
+#: (isl, osl) -> the named sequence families; any other pair is ``<isl>_<osl>``
+SEQ_FAMILIES: dict[tuple[int | None, int | None], str] = {(1024, 1024): "1k1k", (8192, 1024): "8k1k"}
 
 
 def canonical_json(obj: Any) -> str:
@@ -46,7 +48,7 @@ def seq_family(row: Row) -> str:
     if row.get("scenario-type") == "agentic-coding":
         return "agentic"
     isl, osl = row.get("isl"), row.get("osl")
-    return {(1024, 1024): "1k1k", (8192, 1024): "8k1k"}.get((isl, osl), f"{isl}_{osl}")
+    return SEQ_FAMILIES.get((isl, osl), f"{isl}_{osl}")
 
 
 def is_multinode(row: Row) -> bool:

@@ -102,7 +102,7 @@ def mark_evals(gens: list[Gen], include_agentic: bool) -> list[str]:
             g.row["run-eval"] = False
     if include_agentic:
         for kind in ("agentic-sn", "agentic-mn"):
-            for rows in _groups(gens, kind).values():  # type: ignore[arg-type]
+            for rows in _groups(gens, kind).values():
                 top = max(rows, key=lambda g: _max_conc(g.row))  # max() keeps the first on ties
                 top.row["run-eval"] = True
                 if kind == "agentic-mn":
@@ -111,7 +111,7 @@ def mark_evals(gens: list[Gen], include_agentic: bool) -> list[str]:
 
 
 def _max_conc(row: dict[str, Any]) -> int:
-    c = row["conc"]
+    c: int | list[int] = row["conc"]  # a list on multinode rows
     return max(c) if isinstance(c, list) else c
 
 
