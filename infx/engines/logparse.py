@@ -10,12 +10,12 @@ graph capture, SGLang, TRT-LLM), from hand-written snippets in the engines' docu
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
 
-class FailureKind(str, Enum):
+class FailureKind(StrEnum):
     """Why an engine failed to become ready, from most to least specific."""
 
     BAD_ARGUMENT = "bad-argument"
@@ -182,7 +182,7 @@ def parse_startup_log(engine: str, text: str) -> StartupFacts:
                 found[field] = int(_num(m.group(1)))
             else:
                 found[field] = _num(m.group(1))
-    return StartupFacts(engine=key, failure=classify_failure(engine, text), **found)  # type: ignore[arg-type]
+    return StartupFacts.model_validate({"engine": key, "failure": classify_failure(engine, text), **found})
 
 
 def tail(text: str, lines: int = 40) -> str:

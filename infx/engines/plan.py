@@ -47,11 +47,15 @@ class PlannedPoint(BaseModel):
 
     @property
     def fingerprint(self) -> str:
-        return self.deployment.fingerprint if self.deployment else self.launch.fingerprint  # type: ignore[union-attr]
+        return self.deployment.fingerprint if self.deployment else self._launch().fingerprint
 
     @property
     def recipe(self) -> str:
-        return self.deployment.engine if self.deployment else self.launch.recipe  # type: ignore[union-attr]
+        return self.deployment.engine if self.deployment else self._launch().recipe
+
+    def _launch(self) -> Launch:
+        assert self.launch is not None, "a planned point carries its launch or its deployment"
+        return self.launch
 
     @classmethod
     def of(cls, point: Point, launch: Launch | None, config_key: str | None,

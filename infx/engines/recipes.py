@@ -18,14 +18,14 @@ Everything is validated when loaded, with ``FILE:LINE:COL`` diagnostics.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from infx.diagnostics import Diagnostic, InfxError, PathElem
+from infx.diagnostics import Diagnostic, InfxError, PathElem, Severity
 from infx.engines.expr import Expr, ExprError
 from infx.matrix.point import Point
 from infx.workspace import Workspace
@@ -194,7 +194,7 @@ class LoadedRecipe:
     def file(self) -> str:
         return self.src.file
 
-    def diag(self, path: Iterable[PathElem], message: str, severity: str = "error") -> Diagnostic:
+    def diag(self, path: Iterable[PathElem], message: str, severity: Severity = "error") -> Diagnostic:
         return self.src.diag(tuple(path), message, severity)
 
     def layers(self) -> list[tuple[tuple[PathElem, ...], Layer]]:
@@ -219,7 +219,7 @@ class RecipeSet:
     #: recipe source of points that no typed recipe matches.
     scripts: Any = None
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[LoadedRecipe]:
         return iter(self.recipes)
 
     def __len__(self) -> int:

@@ -204,8 +204,8 @@ class ScriptSource:
                 SANDBOX_CPU["seconds"] += sum(c for _, c in pairs)
         except RuntimeError as exc:  # SandboxUnavailable
             raise InfxError(Diagnostic(str(exc), file=str(self.benchmarks_dir))) from None
-        for b, res in zip(batches, results):
-            for (key, rel, ssha, env_sha, _env), r in zip(b, res):
+        for b, res in zip(batches, results, strict=True):
+            for (key, rel, ssha, env_sha, _env), r in zip(b, res, strict=True):
                 sr = build_render(rel, ssha, lib_sha, env_sha, r, self.timeout_s)
                 self.renders[key] = sr
                 self.stats["rendered"] += 1
