@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -222,7 +222,7 @@ class Table(Provenance):
     offload: Offload | None = None
 
 
-LAUNCH_QUANTITIES: tuple[str, ...] = LaunchQuantity.__args__  # type: ignore[attr-defined]
+LAUNCH_QUANTITIES: tuple[str, ...] = get_args(LaunchQuantity)
 
 
 class Buffer(Provenance):

@@ -15,7 +15,7 @@ from typing import Any
 from infx.matrix.point import Point
 from infx.preflight.launchargs import EngineSettings
 from infx.preflight.verdict import Check, Status
-from infx.yamlsource import YamlSource, load_yaml
+from infx.yamlsource import KeyPath, YamlSource, load_yaml
 
 PLACEHOLDER = re.compile(r"\b(TBD|TODO|FIXME)\b")
 DEFAULT_FANOUT = 2.0
@@ -78,7 +78,11 @@ def graph_ceiling(point: Point, settings: EngineSettings, fanout: float) -> Chec
                  message=f"capture ceiling {settings.graph_ceiling.describe()} tokens covers the largest decode batch {largest}")
 
 
-def arm_key(point: Point) -> tuple[tuple[str, Any], ...]:
+#: A topology arm: the row's other fields, sorted, each with its value's repr.
+ArmKey = tuple[tuple[str, str], ...]
+
+
+def arm_key(point: Point) -> ArmKey:
     """Everything that distinguishes two topology arms: the row without concurrency, names, ids
     and eval flags."""
     row = point.to_row()
@@ -92,7 +96,7 @@ def eval_coverage(points: Sequence[Point], evals: str) -> dict[str, Check]:
     out: dict[str, Check] = {}
     if evals == "none":
         return out
-    arms: dict[tuple, list[Point]] = defaultdict(list)
+    arms: dict[ArmKey, list[Point]] = defaultdict(list)
     for p in points:
         arms[arm_key(p)].append(p)
     for members in arms.values():
@@ -133,10 +137,10 @@ class Hit:
         return f"{self.file}:{self.line}:{self.col}: {self.text!r}" + (" (comment)" if self.in_comment else "")
 
 
-def _data_hits(src: YamlSource, root: tuple = ()) -> list[Hit]:
+def _data_hits(src: YamlSource, root: KeyPath = ()) -> list[Hit]:
     hits: list[Hit] = []
 
-    def walk(node: Any, path: tuple) -> None:
+    def walk(node: Any, path: KeyPath) -> None:
         if isinstance(node, dict):
             for k, v in node.items():
                 if isinstance(k, str) and PLACEHOLDER.search(k):
@@ -207,7 +211,7 @@ class PlaceholderScan:
                 continue
             keys = list(src.data)
             lines = text.splitlines()
-            starts = []
+            starts: list[int] = []
             for k in keys:
                 line = src.positions.get((k,), (1, 1))[0]  # where the entry's value starts
                 floor = starts[-1] + 1 if starts else 1

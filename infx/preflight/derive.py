@@ -195,8 +195,8 @@ def derive_card(model_dir: str | Path, *, prefix: str | None = None, model: str 
         1 if cfg.get("shared_expert_intermediate_size") else 0)
     moe_inter = _first(cfg, "moe_intermediate_size", "expert_intermediate_size", "intermediate_size")
     dense_layers = int(cfg.get("first_k_dense_replace") or 0)
-    mlp_only = cfg.get("mlp_only_layers") if isinstance(cfg.get("mlp_only_layers"), list) else []
-    moe_layers = max(layers - dense_layers - len(mlp_only), 0)
+    mlp_only = cfg.get("mlp_only_layers")
+    moe_layers = max(layers - dense_layers - (len(mlp_only) if isinstance(mlp_only, list) else 0), 0)
 
     # Checkpoint bytes: the index's total_size, else the shards' headers.
     index_path = root / "model.safetensors.index.json"

@@ -24,14 +24,20 @@ from infx.preflight.verdict import Check, MemoryReport, PointVerdict, worst
 
 
 class LaunchLike(Protocol):
-    """What the gate reads from :class:`infx.engines.render.Launch`."""
+    """What the gate reads from a :class:`~infx.engines.launch.Launch` or a deployment (read only)."""
 
-    engine: str
-    image: str
-    argv: list[str]
-    env: dict[str, str]
-    fingerprint: str
-    recipe: str
+    @property
+    def engine(self) -> str: ...
+    @property
+    def image(self) -> str: ...
+    @property
+    def argv(self) -> list[str]: ...
+    @property
+    def env(self) -> dict[str, str]: ...
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def recipe(self) -> str: ...
 
 
 @dataclass
@@ -57,11 +63,11 @@ def node_facts(runners: Any, runner: str) -> NodeFacts | None:
         facts = hw.get(f"cluster:{runner}")  # a fleet named by its cluster label (gb200-nv -> cluster:gb200-nv)
         runner = f"cluster:{runner}" if facts is not None else runner
     if facts is None:
-        found = set()
+        found: set[tuple[int, int, int | None, str]] = set()  # (DRAM MiB, GPUs/node, nodes, fleet key)
         for node in (getattr(runners, "labels", {}) or {}).get(runner, []):
             key = _fleet_key(hw, node)
             f = hw.get(key) if key else None
-            if f is None:
+            if key is None or f is None:
                 found = set()
                 break
             found.add((f.available_cpu_dram_mib, f.gpus_per_node, getattr(f, "nodes", None), key))

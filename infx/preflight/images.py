@@ -163,7 +163,7 @@ def resolve_digest(image: str, *, mirrors: dict[str, str] | None = None, timeout
                 req.add_header("Authorization", f"Bearer {token}")
             try:
                 with urllib.request.urlopen(req, timeout=timeout) as resp:
-                    digest = resp.headers.get("Docker-Content-Digest")
+                    digest: str | None = resp.headers.get("Docker-Content-Digest")
                     if digest:
                         return digest
                     if method == "GET":
@@ -202,7 +202,10 @@ def _bearer_token(challenge: str, timeout: float) -> str | None:
             body = json.loads(resp.read().decode("utf-8"))
     except (urllib.error.URLError, OSError, ValueError):
         return None
-    return body.get("token") or body.get("access_token")
+    if not isinstance(body, dict):  # not a token response
+        return None
+    token = body.get("token") or body.get("access_token")
+    return str(token) if token else None
 
 
 def verify_image(image: str, lock: ImagesLock | None, *, mirrors: dict[str, str] | None = None,

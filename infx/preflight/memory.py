@@ -24,12 +24,12 @@ from infx.preflight.budget import (
 from infx.preflight.cards import DTYPE_BYTES, Buffer, HardwareCard, ModelCard, Table
 from infx.preflight.launchargs import EngineSettings, json_arg, truthy
 from infx.preflight.units import GB, MIB, gb, gib
-from infx.preflight.verdict import MemoryLine, MemoryReport, Status
+from infx.preflight.verdict import MemoryLine, MemoryReport, Status, Where
 
 WARN_MARGIN_FRACTION = 0.05  # warn when less than 5% of the budget is left and KV size is unknown
 
 
-class Findings(list):
+class Findings(list[str]):
     """Everything the check found out; ``problems`` are the ones behind a warn or fail status."""
 
     def __init__(self) -> None:
@@ -142,14 +142,14 @@ def check_memory(
     conc = concurrency if concurrency is not None else max(point.concs)
     tp = max(int(settings.tp.value or 1), 1)
     pp = max(int(settings.pp.value or 1), 1)
-    shards = tp * pp
     cpu = settings.device_kind == "cpu"
     gpu: list[MemoryLine] = []
     host: list[MemoryLine] = []
     status: Status = "ok"
 
     def report(**kw: object) -> MemoryReport:
-        return MemoryReport(findings=list(findings), problems=findings.problems, settings=_settings_dict(settings), **kw)  # type: ignore[arg-type]
+        return MemoryReport.model_validate({"findings": list(findings), "problems": findings.problems,
+                                            "settings": _settings_dict(settings), **kw})
 
     if card is None:
         findings.problem(f"memory unverifiable: no card for '{point.model_prefix}' "
@@ -173,7 +173,7 @@ def check_memory(
     if unloaded:
         findings.append(f"draft layers in the checkpoint ({gb(unloaded)}) are not loaded: the launch does not decode speculatively")
     base = total - in_ckpt_tables - unloaded
-    where = "host" if cpu else "gpu"
+    where: Where = "host" if cpu else "gpu"
     attn_tp = settings.attention_tp
     server_gpus = settings.gpus
     dense_shards, expert_shards = attn_tp * pp, server_gpus

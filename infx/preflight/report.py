@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -67,7 +67,7 @@ def point_panel(v: PointVerdict) -> Group:
     t.add_column("detail", overflow="fold")
     for c in v.checks:
         t.add_row(c.name, _status(c.status), c.message)
-    parts: list = [head, t]
+    parts: list[RenderableType] = [head, t]
     reports: list[tuple[str, MemoryReport]] = []
     if v.memory is not None:
         reports.append(("", v.memory))

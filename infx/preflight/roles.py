@@ -132,6 +132,7 @@ def role_checks(point: Point, deployment: Any, cards: Any, hw: Any, runners: Any
         if role.kind not in ("prefill", "decode"):
             continue
         worker = point.prefill if role.kind == "prefill" else point.decode
+        assert worker is not None, "a deployment's prefill and decode roles are rendered from the point's workers"
         rp = role_point(point, worker)
         try:
             settings = engine_settings(

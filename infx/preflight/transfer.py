@@ -21,7 +21,7 @@ from typing import Any
 
 from infx.preflight.launchargs import EngineSettings, json_arg
 from infx.preflight.units import MIB, gib
-from infx.preflight.verdict import MemoryLine
+from infx.preflight.verdict import MemoryLine, Where
 
 COMPONENT = "KV-transfer buffer"
 VLLM_KV_BUFFER_SIZE_DEFAULT = 10**9  # vllm/config/kv_transfer.py KVTransferConfig.kv_buffer_size
@@ -43,8 +43,8 @@ def transfer_buffers(settings: EngineSettings, kv_bytes_per_token: int | None) -
     return [], []
 
 
-def _line(size: float, where: str, note: str, estimate: bool = False) -> MemoryLine:
-    return MemoryLine(component=COMPONENT, bytes=int(size), where=where, note=note, estimate=estimate)  # type: ignore[arg-type]
+def _line(size: float, where: Where, note: str, estimate: bool = False) -> MemoryLine:
+    return MemoryLine(component=COMPONENT, bytes=int(size), where=where, note=note, estimate=estimate)
 
 
 def _vllm(settings: EngineSettings, cpu: bool) -> tuple[list[MemoryLine], list[str]]:
@@ -53,7 +53,7 @@ def _vllm(settings: EngineSettings, cpu: bool) -> tuple[list[MemoryLine], list[s
         return [], []
     connector = str(cfg.get("kv_connector", ""))
     device = str(cfg.get("kv_buffer_device") or ("cpu" if cpu else "cuda")).lower()
-    where = "host" if cpu or device == "cpu" else "gpu"
+    where: Where = "host" if cpu or device == "cpu" else "gpu"
     if connector == "ExampleConnector":
         return [_line(0, where, "ExampleConnector: KV goes through files in its shared directory (disk, not memory)")], []
     if connector.startswith("P2pNccl"):
@@ -73,7 +73,7 @@ def _vllm(settings: EngineSettings, cpu: bool) -> tuple[list[MemoryLine], list[s
 def _trt(cfg: Any, kv_bpt: int | None, cpu: bool) -> tuple[list[MemoryLine], list[str]]:
     if not isinstance(cfg, dict):
         return [], []
-    where = "host" if cpu else "gpu"
+    where: Where = "host" if cpu else "gpu"
     backend = cfg.get("backend", "DEFAULT")
     lines: list[MemoryLine] = []
     findings: list[str] = []
