@@ -78,7 +78,7 @@ def main() -> None:
     finally:
         proc.stop()
     wo, w = statistics.median(figures["without"]), statistics.median(figures["with"])
-    pairs = [b / a - 1 for a, b in zip(figures["without"], figures["with"])]
+    pairs = [b / a - 1 for a, b in zip(figures["without"], figures["with"], strict=True)]
     print(f"client CPU per chunk (median): without {wo:.1f} us, with telemetry {w:.1f} us: "
           f"{(w / wo - 1) * 100:+.1f} % (target within 5 %); per round: "
           + ", ".join(f"{p * 100:+.1f} %" for p in pairs))

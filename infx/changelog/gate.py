@@ -13,7 +13,7 @@ A change that cannot run fails at 3 or 4, before any machine is booked. Every pr
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +128,8 @@ def check_change(opts: GateOptions) -> tuple[Changelog, Changelog, ChangeSet]:
     return base, head, check_history(base, head, opts.pr)
 
 
-def _generate(snapshot: CatalogSnapshot, keys: list[str], scenario_types: list[str] | None, evals: str) -> list[Row]:
+def _generate(snapshot: CatalogSnapshot, keys: list[str], scenario_types: Sequence[str] | None,
+              evals: str) -> list[Row]:
     from infx.matrix.generate import test_config_rows
 
     return test_config_rows(snapshot.catalog, snapshot.runners, keys, evals=evals, scenario_types=scenario_types)

@@ -241,7 +241,7 @@ def validate_raw_change(base: Changelog, head: Changelog, change: ChangeSet) -> 
             raise InfxError(_diag(head, change.corrections[0].head.link_line,
                 f"{change.corrections[0].head.label}: a pr-link correction must not add or remove lines "
                 f"(base has {len(bl)} lines, head {len(hl)})"))
-        changed = [n for n, (x, y) in enumerate(zip(bl, hl)) if x != y]
+        changed = [n for n, (x, y) in enumerate(zip(bl, hl, strict=True)) if x != y]
         links = {c.head.link_line: c.head.entry.pr_link for c in change.corrections}
         diags = []
         for n in changed:

@@ -13,9 +13,8 @@ from pathlib import Path
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.engines.scripts.locate import locate_script
+from infx.matrix.buckets import Row
 from infx.matrix.point import Point
-
-Row = dict
 
 
 def tree_blobs(repo: Path, rev: str, directory: str = "benchmarks") -> dict[str, str]:
