@@ -18,18 +18,20 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from infx.changelog.gate import GateOptions, check_change, run_gate
 from tests.changelog.helpers import GitRepo, real_changelog, seed_catalog, seed_entry
 
+ROOT = Path(__file__).resolve().parents[1]
+
 TARGET_S = 0.5
 
 
-def best(fn, n: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+def best(fn: Callable[[], object], n: int) -> tuple[float, float]:
     """Best wall time and best CPU time (this process + children) over ``n`` runs. CPU time is
     the robust figure on a shared machine: wall time includes waiting for a busy CPU."""
     walls, cpus = [], []

@@ -21,7 +21,7 @@ import fnmatch
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -32,8 +32,8 @@ from infx.workspace import Workspace
 from infx.workspace import current as current_workspace
 from infx.yamlsource import YamlSource, load_yaml
 
-Scalar = Union[str, int, float, bool, None]
-ArgValue = Union[Scalar, list[Any], dict[str, Any]]
+Scalar = str | int | float | bool | None
+ArgValue = Scalar | list[Any] | dict[str, Any]
 
 #: Point fields by their row names (``dp-attn``), as recipes and diagnostics spell them.
 POINT_FIELDS: tuple[str, ...] = tuple(f.alias or n for n, f in Point.model_fields.items())
@@ -115,7 +115,7 @@ class Rule(Layer):
         return v
 
 
-StrOrList = Union[str, list[str]]
+StrOrList = str | list[str]
 
 
 class Match(_Strict):
