@@ -245,12 +245,12 @@ def test_multinode_buckets_and_eval_min_prefill_ep(git_repo: GitRepo) -> None:
     assert m2.multi_node == m.multi_node  # the threshold only filters evals
     trimmed = gate(git_repo, base, plain, trim_conc=True).matrix
     assert all(len(r["conc"]) == 1 for rows in trimmed.multi_node.values() for r in rows)
-    assert all(r["conc"] == [min(o["conc"])] for r, o in zip(trimmed.multi_node["8k1k"], m.multi_node["8k1k"]))
+    assert all(r["conc"] == [min(o["conc"])] for r, o in zip(trimmed.multi_node["8k1k"], m.multi_node["8k1k"], strict=True))
     assert len({r["point-id"] for r in trimmed.multi_node["8k1k"]}) == len(trimmed.multi_node["8k1k"])
     from infx.matrix.pointid import point_id
 
     keys = ["dsv4-fp4-mi355x-sglang-disagg", "dsv4-fp4-mi355x-sglang-disagg-mtp"]
-    for r, o in zip(trimmed.multi_node["8k1k"], m.multi_node["8k1k"]):
+    for r, o in zip(trimmed.multi_node["8k1k"], m.multi_node["8k1k"], strict=True):
         bare = {k: v for k, v in r.items() if k != "recipe-fingerprint"}
         assert r["point-id"] in {point_id(bare, k) for k in keys}
         assert (r["point-id"] != o["point-id"]) == (len(o["conc"]) > 1)

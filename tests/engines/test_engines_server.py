@@ -49,7 +49,7 @@ def test_ready_then_stop_kills_the_whole_group(tmp_path: Path) -> None:
     assert engine.launch is not None
     port = engine.launch.port
     assert facts.ready and facts.kv_cache_tokens == 4096 and facts.max_concurrency == 2.0
-    child = int(next(l for l in proc.log_text().splitlines() if l.startswith("child")).split()[1])
+    child = int(next(line for line in proc.log_text().splitlines() if line.startswith("child")).split()[1])
     assert pid_alive(child) and proc.pid is not None and pid_alive(proc.pid)
     # its own process group (what stop() signals), but our session: under Linux's autogroup scheduler a
     # session of its own would make the engine an equal CPU-share group against the load generator

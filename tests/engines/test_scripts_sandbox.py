@@ -268,7 +268,7 @@ def test_node_probes_see_what_the_sandbox_pretends(tmp_path: Path) -> None:
     assert src.stats["rendered"] == 2
     for p in (p4, p8):
         argv = render_launch(p, recipes, port=9100).argv
-        a = dict(zip(argv[3::2], argv[4::2]))
+        a = dict(zip(argv[3::2], argv[4::2], strict=True))  # flag, value, flag, value...
         assert a["--model"] == "/mnt/hf_hub_cache/models--org--Target/snapshots/infx-render-placeholder"
         assert a["--shards"] == "2" and a["--root"] == "/tmp/.infx-site/dist-packages" and a["--rail"] == "mlx5_0"
         assert int(a["--shm-gb"]) >= 1400  # half of a 3 TiB node, whatever the render host has

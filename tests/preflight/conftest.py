@@ -72,9 +72,9 @@ def registry(tmp_path_factory) -> Iterator[str]:
             f"version: 0.1\nlog: {{level: warn}}\nstorage: {{filesystem: {{rootdirectory: {d / 'data'}}}}}\n"
             f"http: {{addr: 127.0.0.1:{port}}}\n"
         )
-        log = open(d / "registry.log", "ab")
-        proc = subprocess.Popen([binary, "serve", str(d / "config.yml")], stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        with open(d / "registry.log", "ab") as log:  # the registry holds its own copy of the descriptor
+            proc = subprocess.Popen([binary, "serve", str(d / "config.yml")], stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
         url = f"http://127.0.0.1:{port}"
         deadline, ready = time.monotonic() + 30, False
         while not ready and time.monotonic() < deadline and proc.poll() is None:
@@ -86,7 +86,6 @@ def registry(tmp_path_factory) -> Iterator[str]:
         if ready:
             break
         text = (d / "registry.log").read_text(errors="replace")
-        log.close()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -104,6 +103,5 @@ def registry(tmp_path_factory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        log.close()
 
 

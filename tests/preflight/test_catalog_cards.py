@@ -156,7 +156,7 @@ def test_catalog_rows_get_a_verdict_with_a_reason(compat: Path, cards) -> None: 
                                 cards=cards)
     assert len(verdicts) == 1820 and all(v.status == "ok" or v.reason for v in verdicts)
     assert not [v for v in verdicts if (c := v.check("capacity")) is not None and c.status == "fail"]
-    multi = [v for v, p in zip(verdicts, points) if p.multinode and v.check("launch") is None]
+    multi = [v for v, p in zip(verdicts, points, strict=True) if p.multinode and v.check("launch") is None]
     assert len(multi) >= 476
     for v in multi:
         mem = [c for c in v.checks if c.name.startswith("memory:")]
