@@ -190,20 +190,18 @@ class EngineSettings:
 
 
 def _int(args: Mapping[str, str | bool], *names: str) -> tuple[int, str] | None:
-    for n in names:
-        v = args.get(n)
-        if v is not None and not isinstance(v, bool):
-            try:
-                f = float(v)
-            except ValueError:
-                raise ValueError(f"--{n} expects a number, got {v!r}") from None
-            if not math.isfinite(f) or abs(f) >= 2**63:  # inf, NaN, 1e999, a 400-digit count
-                raise ValueError(f"--{n} expects a finite number, got {str(v)[:40]!r}")
-            return int(f), n
-    return None
+    found = _number(args, names, bound=2**63)  # 1e999 and a 400-digit count are no count either
+    return None if found is None else (int(found[0]), found[1])
 
 
 def _float(args: Mapping[str, str | bool], *names: str) -> tuple[float, str] | None:
+    return _number(args, names)
+
+
+def _number(args: Mapping[str, str | bool], names: tuple[str, ...],
+            bound: float = math.inf) -> tuple[float, str] | None:
+    """The value of the first of ``names`` the argv sets with a value (a bare flag does not count), and
+    that name. Not a number, not finite (inf, NaN) or not below ``bound`` in size: ValueError naming the flag."""
     for n in names:
         v = args.get(n)
         if v is not None and not isinstance(v, bool):
@@ -211,7 +209,7 @@ def _float(args: Mapping[str, str | bool], *names: str) -> tuple[float, str] | N
                 f = float(v)
             except ValueError:
                 raise ValueError(f"--{n} expects a number, got {v!r}") from None
-            if not math.isfinite(f):
+            if not math.isfinite(f) or abs(f) >= bound:
                 raise ValueError(f"--{n} expects a finite number, got {str(v)[:40]!r}")
             return f, n
     return None
