@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from infx.catalog.identity import EntryIdentity
 from infx.diagnostics import PathElem
 
 SpecDecoding = Literal["mtp", "draft_model", "none"]
@@ -158,14 +159,20 @@ class _Conc(_Model):
             raise At(f"'conc-start' ({self.conc_start}) must be <= 'conc-end' ({self.conc_end})", "conc-start")
 
 
-class SingleNodeSearchSpaceEntry(_Conc):
-    tp: int
+class _Parallelism(_Conc):
+    """The top-level topology of a single-node arm (fixed or agentic): tp and what shards beside it."""
+
+    tp: int | None = None
     pp: PosStrictInt = 1
     dcp_size: PosStrictInt = Field(1, alias="dcp-size")
     pcp_size: PosStrictInt = Field(1, alias="pcp-size")
     ep: int | None = None
     dp_attn: bool | None = Field(None, alias="dp-attn")
     spec_decoding: SpecDecoding = Field("none", alias="spec-decoding")
+
+
+class SingleNodeSearchSpaceEntry(_Parallelism):
+    tp: int  # required here (an override keeps the field's place: conc fields, tp, pp, ...)
     router: ComponentMetadata | None = None
 
     @model_validator(mode="after")
@@ -190,14 +197,9 @@ class MultiNodeSearchSpaceEntry(_Conc):
         return self
 
 
-class AgenticCodingSearchSpaceEntry(_Conc):
-    tp: int | None = None
-    pp: PosStrictInt = 1
-    dcp_size: PosStrictInt = Field(1, alias="dcp-size")
-    pcp_size: PosStrictInt = Field(1, alias="pcp-size")
-    ep: int | None = None
-    dp_attn: bool | None = Field(None, alias="dp-attn")
-    spec_decoding: SpecDecoding = Field("none", alias="spec-decoding")
+class AgenticCodingSearchSpaceEntry(_Parallelism):
+    """A single-node agentic arm (``tp``) or a multinode one (``prefill`` + ``decode``)."""
+
     prefill: WorkerConfig | None = None
     decode: WorkerConfig | None = None
     kv_offloading: KvOffloading | None = Field(None, alias="kv-offloading")
@@ -310,13 +312,7 @@ class MultiNodeScenarios(_Scenarios):
     fixed_seq_len: list[MultiNodeFixedSeqLen] = Field(default_factory=list, alias="fixed-seq-len")
 
 
-class _MasterBase(_Model):
-    image: str
-    model: str
-    model_prefix: str = Field(alias="model-prefix")
-    precision: str
-    framework: str
-    runner: str
+class _MasterBase(_Model, EntryIdentity):
     router: ComponentMetadata | None = None
 
     @property
