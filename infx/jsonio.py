@@ -84,7 +84,8 @@ def decode(data: bytes, file: str, line: int | None = None) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         at = line if line is not None else data.count(b"\n", 0, exc.start) + 1
-        raise InfxError(Diagnostic(f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded", file, at)) from None
+        raise InfxError(Diagnostic(f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded",
+                                   file, at)) from None
 
 
 def loads(text: str | bytes, file: str, line: int | None = None, *, max_depth: int = MAX_DEPTH) -> Any:
@@ -97,7 +98,8 @@ def loads(text: str | bytes, file: str, line: int | None = None, *, max_depth: i
         if line is None:
             raise InfxError(Diagnostic(f"invalid JSON: {exc.msg}", file, exc.lineno, exc.colno)) from None
         # a JSONL record is one line: the error stays on it (past its end, the column means nothing)
-        raise InfxError(Diagnostic(f"invalid JSON: {exc.msg}", file, line, exc.colno if exc.lineno == 1 else None)) from None
+        col = exc.colno if exc.lineno == 1 else None
+        raise InfxError(Diagnostic(f"invalid JSON: {exc.msg}", file, line, col)) from None
     except _Refused as exc:
         at = line
         if at is None:  # name the line of the first over-long integer, when that is what it is
@@ -130,9 +132,11 @@ def read_bytes(path: str | Path, *, max_bytes: int | None = None, what: str = "f
                     with gzip.GzipFile(fileobj=raw) as gz:
                         data = gz.read(max_bytes + 1)
                 except _GZIP_ERRORS as exc:
-                    raise InfxError(Diagnostic(f"corrupt or truncated gzip {what}: {_gzip_reason(exc)}", str(p))) from None
+                    raise InfxError(Diagnostic(f"corrupt or truncated gzip {what}: {_gzip_reason(exc)}",
+                                               str(p))) from None
                 if len(data) > max_bytes:
-                    raise InfxError(Diagnostic(f"gzip {what} inflates to more than {max_bytes / 2**20:,.0f} MiB", str(p)))
+                    raise InfxError(Diagnostic(f"gzip {what} inflates to more than {max_bytes / 2**20:,.0f} MiB",
+                                               str(p)))
                 return data
             data = raw.read(max_bytes + 1)
     except FileNotFoundError:
@@ -196,7 +200,8 @@ def lines(path: str | Path, *, max_bytes: int | None = None, max_line: int | Non
                 raise InfxError(Diagnostic(f"line is longer than {max_line / 2**20:,.0f} MiB", str(p), lineno))
             total += len(line)
             if gz and total > limit:
-                raise InfxError(Diagnostic(f"gzip {what} inflates to more than {limit / 2**20:,.0f} MiB", str(p), lineno))
+                raise InfxError(Diagnostic(f"gzip {what} inflates to more than {limit / 2**20:,.0f} MiB",
+                                           str(p), lineno))
             yield lineno, line
 
 

@@ -70,7 +70,8 @@ def validate_file_data(src: Any) -> FileEntries:
             continue
         if "*" in key:
             line, col = src.key_positions.get((key,), (1, 1))
-            diags.append(Diagnostic(f"Wildcard '*' is not allowed in master config keys ('{key}')", src.file, line, col, (key,)))
+            diags.append(Diagnostic(f"Wildcard '*' is not allowed in master config keys ('{key}')",
+                                    src.file, line, col, (key,)))
             continue
         if not isinstance(raw, dict):
             line, col = src.key_positions.get((key,), (1, 1))
@@ -86,8 +87,8 @@ def validate_file_data(src: Any) -> FileEntries:
         if problems:
             diags.extend(src.diag((key,) + path, msg) for path, msg in problems)
             continue
-        kp = src.key_positions
-        out[key] = (entry, kp.get((key,), src.positions.get((key,), (1, 1))), src.positions.get((key, "runner"), (1, 1)))
+        key_pos = src.key_positions.get((key,), src.positions.get((key,), (1, 1)))
+        out[key] = (entry, key_pos, src.positions.get((key, "runner"), (1, 1)))
     if diags:
         raise InfxError(sorted(diags, key=lambda d: (d.line or 0, d.col or 0)))
     return out
@@ -163,7 +164,8 @@ def runner_warnings(catalog: Catalog, labels: dict[str, list[str]] | Any) -> lis
     ]
 
 
-def load_catalog_and_runners(config_files: Sequence[str | Path], runner_config: str | Path) -> tuple[Catalog, RunnerConfig]:
+def load_catalog_and_runners(config_files: Sequence[str | Path],
+                             runner_config: str | Path) -> tuple[Catalog, RunnerConfig]:
     """Load catalog and runners, reporting the problems of both at once."""
     from infx.catalog.runners import load_runners
 

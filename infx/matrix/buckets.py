@@ -35,7 +35,8 @@ def canonical_json(obj: Any) -> str:
 
 def recipe_fingerprint(row: Row) -> str:
     """sha256 of the canonical JSON of the row minus conc, exp-name, recipe-fingerprint (and point-id)."""
-    return hashlib.sha256(canonical_json({k: v for k, v in row.items() if k not in NON_RECIPE_FIELDS}).encode()).hexdigest()
+    recipe = {k: v for k, v in row.items() if k not in NON_RECIPE_FIELDS}
+    return hashlib.sha256(canonical_json(recipe).encode()).hexdigest()
 
 
 def with_fingerprint(row: Row) -> Row:
@@ -143,7 +144,8 @@ class BucketBuilder:
     def __init__(self) -> None:
         self.single: dict[str, list[Row]] = {}
         self.multi: dict[str, list[Row]] = {}
-        self.evals: dict[str, list[Row]] = {k: [] for k in ("evals", "agentic_evals", "multinode_evals", "multinode_agentic_evals")}
+        self.evals: dict[str, list[Row]] = {
+            k: [] for k in ("evals", "agentic_evals", "multinode_evals", "multinode_agentic_evals")}
         self._seen: set[tuple[str, str]] = set()
 
     def _new(self, family: str, row: Row) -> bool:
@@ -167,4 +169,5 @@ class BucketBuilder:
         self.evals[name].append(row)
 
     def build(self, metadata: ChangelogMetadata) -> ChangelogMatrix:
-        return ChangelogMatrix(single_node=self.single, multi_node=self.multi, changelog_metadata=metadata, **self.evals)
+        return ChangelogMatrix(single_node=self.single, multi_node=self.multi, changelog_metadata=metadata,
+                               **self.evals)

@@ -50,7 +50,8 @@ def arm_label(g: Gen) -> str:
         p, d = r["prefill"], r["decode"]
         topo = f"p{p['num-worker']}x{p['tp']} d{d['num-worker']}x{d['tp']}"
     else:
-        topo = f"tp{r['tp']}" + (f" ep{r['ep']}" if r.get("ep", 1) != 1 else "") + (" dp-attn" if r.get("dp-attn") else "")
+        ep = f" ep{r['ep']}" if r.get("ep", 1) != 1 else ""
+        topo = f"tp{r['tp']}{ep}" + (" dp-attn" if r.get("dp-attn") else "")
     extra = []
     if "isl" in r:
         extra.append(f"{r['isl']}/{r['osl']}")
