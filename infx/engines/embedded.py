@@ -174,7 +174,8 @@ def down(grace: float = 15.0, *, sdir: str | Path | None = None) -> EngineState 
     return state
 
 
-__all__ = ["EngineState", "embedded_launch", "start_embedded", "up", "down", "read_state", "prepare_model", "fingerprint"]
+__all__ = ["EngineState", "embedded_launch", "start_embedded", "up", "down", "read_state", "prepare_model",
+           "fingerprint"]
 
 
 def prepare_model(launch: Launch) -> None:

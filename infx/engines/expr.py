@@ -57,7 +57,8 @@ class Expr:
     def __init__(self, source: str) -> None:
         self.source = source
         if len(source) > MAX_SOURCE:
-            raise ExprError(f"expression is {len(source):,} characters long (at most {MAX_SOURCE:,}): {source[:40]!r}...")
+            raise ExprError(f"expression is {len(source):,} characters long (at most {MAX_SOURCE:,}): "
+                            f"{source[:40]!r}...")
         try:
             with warnings.catch_warnings():  # '1if x' warns on stderr: the verdict below is what counts
                 warnings.simplefilter("ignore", SyntaxWarning)

@@ -302,16 +302,16 @@ def _check_expressions(loaded: LoadedRecipe) -> list[Diagnostic]:
                 continue
             unknown = sorted(n for n in e.names if n not in EXPR_NAMES)
             for n in unknown:
-                diags.append(
-                    loaded.diag(path, f"unknown name '{n}' in expression {v[1:].strip()!r} (known: {', '.join(sorted(EXPR_NAMES))})")
-                )
+                diags.append(loaded.diag(path, f"unknown name '{n}' in expression {v[1:].strip()!r} "
+                                               f"(known: {', '.join(sorted(EXPR_NAMES))})"))
     if loaded.recipe.spec_tokens is None:
         for lpath, layer in loaded.layers():
             for section in ("args", "env", "options"):
                 for k, v in getattr(layer, section).items():
                     for path, x in _walk_values(v, lpath + (section, k)):
                         if is_expr(x) and "spec_tokens" in _names(x[1:]):
-                            diags.append(loaded.diag(path, "expression uses 'spec_tokens' but the recipe sets no 'spec-tokens'"))
+                            diags.append(loaded.diag(
+                                path, "expression uses 'spec_tokens' but the recipe sets no 'spec-tokens'"))
     return diags
 
 

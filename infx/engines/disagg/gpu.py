@@ -74,7 +74,8 @@ def _worker_role(point: Point, kind: WorkerKind, w: Worker, engine: str, templat
     """``shape``: (instances, GPUs per instance) when they are not the catalog's ``num-worker`` and
     ``tp x pp x pcp`` (vLLM data parallelism, :func:`vllm_parallel`)."""
     launch = templated_launch(engine=engine, recipe=f"{point.framework}-{kind}", image=point.image,
-                              template=template, values=_values(point), port=WORKER_PORT, host="{" + f"{kind}_host" + "}",
+                              template=template, values=_values(point), port=WORKER_PORT,
+                              host="{" + f"{kind}_host" + "}",
                               served_model_name=_served(point), model_path=point.model, env=env, files=files,
                               runtime="slurm", consumed=[kind])
     count, gpus = shape if shape is not None else (w.num_worker, w.tp * w.pp * w.pcp_size)
@@ -183,7 +184,8 @@ def render_sglang_disagg(point: Point) -> Deployment:
                   "http://{" + pool + "_host}:{worker_port}"]
     router += ["--host", "0.0.0.0", "--port", "{port}"]
     version = point.router.version if point.router else None
-    roles.append(_entry_role(point, "router", "router", "sglang-router", router, f"sglang-router=={version or 'image'}"))
+    roles.append(_entry_role(point, "router", "router", "sglang-router", router,
+                             f"sglang-router=={version or 'image'}"))
     kv = KVTransfer(name=point.kv_p2p_transfer or backend, connector=backend) if _disagg(point) else None
     return Deployment(framework=point.framework, point_id=point.point_id, roles=roles, entry="router", kv_transfer=kv,
                       disagg=_disagg(point), fingerprint=deployment_fingerprint(point.framework, roles, kv))
@@ -225,8 +227,8 @@ def _dynamo_worker(point: Point, kind: WorkerKind, w: Worker) -> tuple[list[str]
                      SGLANG_BACKENDS.get(kv or "", kv or "nixl")]
         return argv, {}
     # trtllm: parallelism lives in the engine options file
-    opts: dict[str, object] = {"tensor_parallel_size": w.tp, "moe_expert_parallel_size": w.ep, "enable_attention_dp": w.dp_attn,
-            "pipeline_parallel_size": w.pp}
+    opts: dict[str, object] = {"tensor_parallel_size": w.tp, "moe_expert_parallel_size": w.ep,
+                               "enable_attention_dp": w.dp_attn, "pipeline_parallel_size": w.pp}
     if _disagg(point):
         opts["cache_transceiver_config"] = {"backend": TRT_BACKENDS.get(kv or "", (kv or "nixl").upper())}
     name = f"{kind}.yaml"
@@ -281,7 +283,8 @@ def render_vllm_nixl(point: Point) -> Deployment:
         notes.append("llm-d's Kubernetes gateway (llm-d-router) is not rendered: vllm-router fronts the same "
                      "vLLM + NixlConnector workers")
     return Deployment(framework=point.framework, point_id=point.point_id, roles=roles, entry="router", kv_transfer=kv,
-                      disagg=_disagg(point), notes=notes, fingerprint=deployment_fingerprint(point.framework, roles, kv))
+                      disagg=_disagg(point), notes=notes,
+                      fingerprint=deployment_fingerprint(point.framework, roles, kv))
 
 
 def unsupported(point: Point) -> InfxError:

@@ -222,7 +222,8 @@ class DeploymentProcess:
             alt = self.render(other).role(name).launch.argv
             if len(alt) != len(base):
                 raise RoleFailure(name, "placement", f"its argv changes length with port {key}; no step port")
-            slots += [f"--slot={key}={i}:{self.ports[key]}" for i, (a, b) in enumerate(zip(base, alt, strict=True)) if a != b]
+            slots += [f"--slot={key}={i}:{self.ports[key]}"
+                      for i, (a, b) in enumerate(zip(base, alt, strict=True)) if a != b]
         record = self.step_record_path(name)
         record.unlink(missing_ok=True)
         return [sys.executable, "-m", "infx.engines.portstep", "--record", str(record), "--host", rp.role.launch.host,

@@ -132,6 +132,7 @@ def check_cpu_pools(point: Point, where: str) -> None:
     bad = []
     for kind, w in (("prefill", point.prefill), ("decode", point.decode)):
         if w.tp * w.pp * w.pcp_size != 1:
-            bad.append(f"{kind} workers take {w.tp * w.pp * w.pcp_size} devices each; the CPU runner has one device per worker")
+            bad.append(f"{kind} workers take {w.tp * w.pp * w.pcp_size} devices each; "
+                       "the CPU runner has one device per worker")
     if bad:
         raise InfxError([Diagnostic(f"{where}: point {point.point_id}: {m}") for m in bad])

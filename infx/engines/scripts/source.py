@@ -90,7 +90,8 @@ def _error_of(res: JobResult, script_name: str, timeout_s: float) -> tuple[str, 
     return text, line
 
 
-def build_render(rel: str, script_sha: str, lib_sha: str, env_sha: str, res: JobResult, timeout_s: float) -> ScriptRender:
+def build_render(rel: str, script_sha: str, lib_sha: str, env_sha: str, res: JobResult,
+                 timeout_s: float) -> ScriptRender:
     servers = [r for r in res.records if r.kind == "server"]
     client = [r for r in res.records if r.kind in ("client", "replay", "eval")]
     commands = [r.name for r in res.records if r.kind not in ("server", "client", "replay", "eval")]
