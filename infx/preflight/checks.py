@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infx.matrix.evals import NON_ARM_FIELDS
 from infx.matrix.point import Point
 from infx.preflight.launchargs import EngineSettings
 from infx.preflight.verdict import Check, Status
@@ -46,10 +47,12 @@ def concurrency_headroom(point: Point, settings: EngineSettings, fanout: float) 
     worst = worst_in_flight(point, conc, fanout)
     cap = settings.max_num_seqs.value
     how = f"conc {conc} x fan-out {fanout:g}" if point.is_agentic else f"conc {conc}"
-    details: dict[str, Any] = {"cap": cap, "cap_source": settings.max_num_seqs.describe() if cap else None, "worst_in_flight": worst}
+    details: dict[str, Any] = {"cap": cap, "cap_source": settings.max_num_seqs.describe() if cap else None,
+                               "worst_in_flight": worst}
     if cap is None:
         return Check(name="concurrency-headroom", status="ok", details=details,
-                     message=f"no fixed sequence cap (engine derives it at start-up); worst case {worst} in flight ({how})")
+                     message=f"no fixed sequence cap (engine derives it at start-up); "
+                             f"worst case {worst} in flight ({how})")
     if int(cap) < worst:
         return Check(name="concurrency-headroom", status="warn", details=details,
                      message=f"sequence cap {settings.max_num_seqs.describe()} < worst-case {worst} in flight ({how}): "
@@ -69,15 +72,19 @@ def graph_ceiling(point: Point, settings: EngineSettings, fanout: float) -> Chec
     seqs = min(in_flight, int(cap)) if cap else in_flight
     spec = int(settings.spec_tokens.value or 0)
     largest = seqs * (1 + spec)
-    details = {"ceiling_tokens": ceiling, "largest_batch_tokens": largest, "ceiling_source": settings.graph_ceiling.describe()}
+    details = {"ceiling_tokens": ceiling, "largest_batch_tokens": largest,
+               "ceiling_source": settings.graph_ceiling.describe()}
     if int(ceiling) < largest:
         return Check(name="cuda-graph-ceiling", status="warn", details=details,
                      message=f"capture ceiling {settings.graph_ceiling.describe()} tokens < largest decode batch "
                              f"{largest} = {seqs} seqs x (1 + {spec} spec tokens): bigger batches run without graphs")
     return Check(name="cuda-graph-ceiling", status="ok", details=details,
-                 message=f"capture ceiling {settings.graph_ceiling.describe()} tokens covers the largest decode batch {largest}")
+                 message=f"capture ceiling {settings.graph_ceiling.describe()} tokens covers the largest decode batch "
+                         f"{largest}")
 
 
+#: Row fields that never tell two arms apart: the matrix stage's, and the changelog's recipe fingerprint.
+ARM_FREE_FIELDS = NON_ARM_FIELDS | {"recipe-fingerprint"}
 #: A topology arm: the row's other fields, sorted, each with its value's repr.
 ArmKey = tuple[tuple[str, str], ...]
 
@@ -86,7 +93,7 @@ def arm_key(point: Point) -> ArmKey:
     """Everything that distinguishes two topology arms: the row without concurrency, names, ids
     and eval flags."""
     row = point.to_row()
-    for k in ("conc", "exp-name", "point-id", "run-eval", "eval-only", "eval-conc", "eval-all-concs", "recipe-fingerprint"):
+    for k in ARM_FREE_FIELDS:
         row.pop(k, None)
     return tuple(sorted((k, repr(v)) for k, v in row.items()))
 
@@ -255,7 +262,8 @@ class PlaceholderScan:
             hits += self.by_recipe_file.get(str(Path(recipe_file).resolve()), [])
         launch_hits = [v for v in launch_values if PLACEHOLDER.search(v)]
         if not hits and not launch_hits:
-            return Check(name="placeholders", status="ok", message="no TBD/TODO/FIXME in catalog entry, recipe, changelog or launch")
+            return Check(name="placeholders", status="ok",
+                         message="no TBD/TODO/FIXME in catalog entry, recipe, changelog or launch")
         status: Status = "fail" if launch_hits or any(not h.in_comment for h in hits) else "warn"
         parts = [f"launch argument {v!r}" for v in launch_hits[:3]] + [str(h) for h in hits[:5]]
         more = len(hits) + len(launch_hits) - len(parts)

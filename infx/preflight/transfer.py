@@ -55,7 +55,8 @@ def _vllm(settings: EngineSettings, cpu: bool) -> tuple[list[MemoryLine], list[s
     device = str(cfg.get("kv_buffer_device") or ("cpu" if cpu else "cuda")).lower()
     where: Where = "host" if cpu or device == "cpu" else "gpu"
     if connector == "ExampleConnector":
-        return [_line(0, where, "ExampleConnector: KV goes through files in its shared directory (disk, not memory)")], []
+        return [_line(0, where, "ExampleConnector: KV goes through files in its shared directory "
+                                "(disk, not memory)")], []
     if connector.startswith("P2pNccl"):
         size = float(cfg.get("kv_buffer_size", VLLM_KV_BUFFER_SIZE_DEFAULT))
         src = "kv_buffer_size" if "kv_buffer_size" in cfg else "vLLM's default kv_buffer_size"
@@ -85,11 +86,12 @@ def _trt(cfg: Any, kv_bpt: int | None, cpu: bool) -> tuple[list[MemoryLine], lis
         findings.append(f"TRT-LLM max_tokens_in_buffer {int(tokens):,}: KV bytes per token unknown, buffer not counted")
     else:
         size = int(tokens) * kv_bpt
-        lines.append(_line(size, where, f"TRT-LLM {backend}: max_tokens_in_buffer {int(tokens):,} x {kv_bpt:,} B KV/token "
-                                        f"= {gib(size)}"))
+        lines.append(_line(size, where, f"TRT-LLM {backend}: max_tokens_in_buffer {int(tokens):,} x {kv_bpt:,} "
+                                        f"B KV/token = {gib(size)}"))
     bounce = int(cfg.get("kv_cache_bounce_size_mb") or 0)
     if bounce:
-        lines.append(_line(2 * bounce * MIB, where, f"TRT-LLM bounce buffer: 2 regions (send, receive) x {bounce:,} MiB"))
+        lines.append(_line(2 * bounce * MIB, where,
+                           f"TRT-LLM bounce buffer: 2 regions (send, receive) x {bounce:,} MiB"))
     if not lines and not findings:
         lines.append(_line(0, where, f"TRT-LLM {backend}: no transfer buffer configured"))
     return lines, findings
