@@ -122,8 +122,8 @@ def compare_entries(base: Changelog, head: Changelog, pr: PullRequestContext) ->
             continue
         fields = ", ".join(_changed_fields(b, h))
         diags.append(_diag(head, h.line,
-            f"historical entry #{i + 1} [{', '.join(b.entry.config_keys)}] (base line {b.line}) was modified ({fields}); "
-            "only a pr-link correction may change a historical entry"))
+            f"historical entry #{i + 1} [{', '.join(b.entry.config_keys)}] (base line {b.line}) was modified "
+            f"({fields}); only a pr-link correction may change a historical entry"))
     if not diags and nh < nb:
         lost = base.entries[nh]
         diags.append(_diag(head, max(1, head.data.count(b"\n")),
@@ -163,7 +163,8 @@ def _check_new_link(head: Changelog, a: ParsedEntry, pr: PullRequestContext) -> 
         if link in (own, PLACEHOLDER_LINK, own.rsplit("/", 1)[0] + "/" + PLACEHOLDER_LINK):
             return []
         return [_diag(head, a.link_line,
-            f"{a.label}: pr-link '{link}' must be this pull request's link '{own}' or the placeholder '{PLACEHOLDER_LINK}'")]
+            f"{a.label}: pr-link '{link}' must be this pull request's link '{own}' "
+            f"or the placeholder '{PLACEHOLDER_LINK}'")]
     if pr_link_number(link, pr.repo_slug) is None:
         return [_diag(head, a.link_line,
             f"{a.label}: new entry needs a canonical pr-link "

@@ -22,7 +22,8 @@ def tree_blobs(repo: Path, rev: str, directory: str = "benchmarks") -> dict[str,
     proc = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "-z", rev, "--", directory],
                           capture_output=True)
     if proc.returncode != 0:
-        raise InfxError(Diagnostic(f"git ls-tree {rev} -- {directory} failed: {proc.stderr.decode(errors='replace').strip()}"))
+        why = proc.stderr.decode(errors="replace").strip()
+        raise InfxError(Diagnostic(f"git ls-tree {rev} -- {directory} failed: {why}"))
     out: dict[str, str] = {}
     for item in proc.stdout.split(b"\0"):
         if not item:
