@@ -57,7 +57,8 @@ def main() -> None:
         repo = GitRepo(Path(tmp) / "repo")
         master, runners = seed_catalog()
         log = real_changelog()
-        base = repo.commit({"perf-changelog.yaml": log, "configs/amd-master.yaml": master, "configs/runners.yaml": runners})
+        base = repo.commit({"perf-changelog.yaml": log, "configs/amd-master.yaml": master,
+                            "configs/runners.yaml": runners})
         head = repo.commit({"perf-changelog.yaml": log + b"\n" + seed_entry()})
         opts = GateOptions(repo=repo.path, base_ref=base, head_ref=head)
         run_gate(opts)  # warm-up (imports, catalog cache)
@@ -75,7 +76,8 @@ def main() -> None:
     print(f"history gate (in-process):             wall {history[0]:.3f} s  cpu {history[1]:.3f} s")
     print(f"full gate + matrix (in-process):       wall {full[0]:.3f} s  cpu {full[1]:.3f} s"
           f"   target < {TARGET_S} s: {'OK' if full[0] < TARGET_S else 'MISSED'}")
-    print(f"CI command (python -m ..., new process): wall {wall[0]:.3f} s  cpu {wall[1]:.3f} s (interpreter start and imports included)")
+    print(f"CI command (python -m ..., new process): wall {wall[0]:.3f} s  cpu {wall[1]:.3f} s "
+          "(interpreter start and imports included)")
 
 
 if __name__ == "__main__":

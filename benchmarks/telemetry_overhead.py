@@ -74,7 +74,8 @@ def main() -> None:
                 c = run.result.extra["client"]
                 figures[mode].append(c["cpu_us_per_chunk"])
                 print(f"  round {rnd} {mode:7s}: {c['cpu_us_per_chunk']:7.1f} us CPU/chunk, {c['chunks']} chunks, "
-                      f"{run.result.metrics.throughput.output_tok_per_s:7.1f} tok/s, wall {time.monotonic() - t0:5.1f} s")
+                      f"{run.result.metrics.throughput.output_tok_per_s:7.1f} tok/s, "
+                      f"wall {time.monotonic() - t0:5.1f} s")
     finally:
         proc.stop()
     wo, w = statistics.median(figures["without"]), statistics.median(figures["with"])

@@ -25,7 +25,8 @@ def _plan(*args: str):
 
 
 def test_plan_seed_shows_16_launches() -> None:
-    res = _plan("--config-files", "configs/amd-master.yaml", "--runner-config", "configs/runners.yaml", "--config-keys", SEED_KEY)
+    res = _plan("--config-files", "configs/amd-master.yaml", "--runner-config", "configs/runners.yaml",
+                "--config-keys", SEED_KEY)
     assert res.exit_code == 0, res.output
     out = res.output
     assert "16 points, 16 launches rendered, 4 distinct" in out
@@ -36,7 +37,8 @@ def test_plan_seed_shows_16_launches() -> None:
     assert len(tp2) == len(tp4) == 8
     assert all("--engram-config '{\"cpu_offload\":true}'" in a for a in tp2)
     assert all("--engram-config '{\"cpu_offload\":false}'" in a for a in tp4)
-    ceilings = [json.loads(a.split("--compilation-config ")[1].split("'")[1])["max_cudagraph_capture_size"] for a in argvs]
+    ceilings = [json.loads(a.split("--compilation-config ")[1].split("'")[1])["max_cudagraph_capture_size"]
+                for a in argvs]
     assert sorted(ceilings) == [1024] * 14 + [2048] * 2
 
 

@@ -102,7 +102,8 @@ def test_forced_max_num_seqs_128_warns_at_c128(seed_points, cards, runners, tmp_
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "infx", "preflight", "--config-files", str(CONFIGS / "amd-master.yaml"),
+    return subprocess.run([sys.executable, "-m", "infx", "preflight",
+                           "--config-files", str(CONFIGS / "amd-master.yaml"),
                            "--runner-config", str(CONFIGS / "runners.yaml"), *args],
                           capture_output=True, text=True, cwd=REPO, timeout=120)
 
