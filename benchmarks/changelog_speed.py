@@ -18,18 +18,20 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from infx.changelog.gate import GateOptions, check_change, run_gate
 from tests.changelog.helpers import GitRepo, real_changelog, seed_catalog, seed_entry
 
+ROOT = Path(__file__).resolve().parents[1]
+
 TARGET_S = 0.5
 
 
-def best(fn, n: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+def best(fn: Callable[[], object], n: int) -> tuple[float, float]:
     """Best wall time and best CPU time (this process + children) over ``n`` runs. CPU time is
     the robust figure on a shared machine: wall time includes waiting for a busy CPU."""
     walls, cpus = [], []
@@ -55,7 +57,8 @@ def main() -> None:
         repo = GitRepo(Path(tmp) / "repo")
         master, runners = seed_catalog()
         log = real_changelog()
-        base = repo.commit({"perf-changelog.yaml": log, "configs/amd-master.yaml": master, "configs/runners.yaml": runners})
+        base = repo.commit({"perf-changelog.yaml": log, "configs/amd-master.yaml": master,
+                            "configs/runners.yaml": runners})
         head = repo.commit({"perf-changelog.yaml": log + b"\n" + seed_entry()})
         opts = GateOptions(repo=repo.path, base_ref=base, head_ref=head)
         run_gate(opts)  # warm-up (imports, catalog cache)
@@ -73,7 +76,8 @@ def main() -> None:
     print(f"history gate (in-process):             wall {history[0]:.3f} s  cpu {history[1]:.3f} s")
     print(f"full gate + matrix (in-process):       wall {full[0]:.3f} s  cpu {full[1]:.3f} s"
           f"   target < {TARGET_S} s: {'OK' if full[0] < TARGET_S else 'MISSED'}")
-    print(f"CI command (python -m ..., new process): wall {wall[0]:.3f} s  cpu {wall[1]:.3f} s (interpreter start and imports included)")
+    print(f"CI command (python -m ..., new process): wall {wall[0]:.3f} s  cpu {wall[1]:.3f} s "
+          "(interpreter start and imports included)")
 
 
 if __name__ == "__main__":

@@ -74,11 +74,12 @@ def main() -> None:
                 c = run.result.extra["client"]
                 figures[mode].append(c["cpu_us_per_chunk"])
                 print(f"  round {rnd} {mode:7s}: {c['cpu_us_per_chunk']:7.1f} us CPU/chunk, {c['chunks']} chunks, "
-                      f"{run.result.metrics.throughput.output_tok_per_s:7.1f} tok/s, wall {time.monotonic() - t0:5.1f} s")
+                      f"{run.result.metrics.throughput.output_tok_per_s:7.1f} tok/s, "
+                      f"wall {time.monotonic() - t0:5.1f} s")
     finally:
         proc.stop()
     wo, w = statistics.median(figures["without"]), statistics.median(figures["with"])
-    pairs = [b / a - 1 for a, b in zip(figures["without"], figures["with"])]
+    pairs = [b / a - 1 for a, b in zip(figures["without"], figures["with"], strict=True)]
     print(f"client CPU per chunk (median): without {wo:.1f} us, with telemetry {w:.1f} us: "
           f"{(w / wo - 1) * 100:+.1f} % (target within 5 %); per round: "
           + ", ".join(f"{p * 100:+.1f} %" for p in pairs))

@@ -11,7 +11,7 @@ import functools
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Literal, ParamSpec, TypeVar
 
 Severity = Literal["error", "warning"]
 PathElem = str | int
@@ -96,14 +96,15 @@ def warn(diag: Diagnostic | str) -> None:
     print(str(diag), file=sys.stderr)
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def exit_on_error(fn: F) -> F:
+def exit_on_error(fn: Callable[P, R]) -> Callable[P, R]:
     """Decorator for CLI entry points: InfxError -> diagnostics on stderr, exit 2, no traceback."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except InfxError as exc:
@@ -111,4 +112,4 @@ def exit_on_error(fn: F) -> F:
                 print(str(diag), file=sys.stderr)
             raise SystemExit(EXIT_BAD_INPUT) from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper

@@ -13,13 +13,14 @@ the data is read, so later stages only see sane values.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import math
 import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from infx.diagnostics import Diagnostic, InfxError
 
@@ -83,7 +84,8 @@ def decode(data: bytes, file: str, line: int | None = None) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         at = line if line is not None else data.count(b"\n", 0, exc.start) + 1
-        raise InfxError(Diagnostic(f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded", file, at)) from None
+        raise InfxError(Diagnostic(f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded",
+                                   file, at)) from None
 
 
 def loads(text: str | bytes, file: str, line: int | None = None, *, max_depth: int = MAX_DEPTH) -> Any:
@@ -96,7 +98,8 @@ def loads(text: str | bytes, file: str, line: int | None = None, *, max_depth: i
         if line is None:
             raise InfxError(Diagnostic(f"invalid JSON: {exc.msg}", file, exc.lineno, exc.colno)) from None
         # a JSONL record is one line: the error stays on it (past its end, the column means nothing)
-        raise InfxError(Diagnostic(f"invalid JSON: {exc.msg}", file, line, exc.colno if exc.lineno == 1 else None)) from None
+        col = exc.colno if exc.lineno == 1 else None
+        raise InfxError(Diagnostic(f"invalid JSON: {exc.msg}", file, line, col)) from None
     except _Refused as exc:
         at = line
         if at is None:  # name the line of the first over-long integer, when that is what it is
@@ -129,9 +132,11 @@ def read_bytes(path: str | Path, *, max_bytes: int | None = None, what: str = "f
                     with gzip.GzipFile(fileobj=raw) as gz:
                         data = gz.read(max_bytes + 1)
                 except _GZIP_ERRORS as exc:
-                    raise InfxError(Diagnostic(f"corrupt or truncated gzip {what}: {_gzip_reason(exc)}", str(p))) from None
+                    raise InfxError(Diagnostic(f"corrupt or truncated gzip {what}: {_gzip_reason(exc)}",
+                                               str(p))) from None
                 if len(data) > max_bytes:
-                    raise InfxError(Diagnostic(f"gzip {what} inflates to more than {max_bytes / 2**20:,.0f} MiB", str(p)))
+                    raise InfxError(Diagnostic(f"gzip {what} inflates to more than {max_bytes / 2**20:,.0f} MiB",
+                                               str(p)))
                 return data
             data = raw.read(max_bytes + 1)
     except FileNotFoundError:
@@ -178,7 +183,7 @@ def lines(path: str | Path, *, max_bytes: int | None = None, max_line: int | Non
         head = raw.read(2)
         raw.seek(0)
         gz = _is_gzip(p, head)
-        fh: IO[bytes] = gzip.GzipFile(fileobj=raw) if gz else raw
+        fh: io.BufferedIOBase = gzip.GzipFile(fileobj=raw) if gz else raw
         total = 0
         lineno = 0
         while True:
@@ -195,7 +200,8 @@ def lines(path: str | Path, *, max_bytes: int | None = None, max_line: int | Non
                 raise InfxError(Diagnostic(f"line is longer than {max_line / 2**20:,.0f} MiB", str(p), lineno))
             total += len(line)
             if gz and total > limit:
-                raise InfxError(Diagnostic(f"gzip {what} inflates to more than {limit / 2**20:,.0f} MiB", str(p), lineno))
+                raise InfxError(Diagnostic(f"gzip {what} inflates to more than {limit / 2**20:,.0f} MiB",
+                                           str(p), lineno))
             yield lineno, line
 
 

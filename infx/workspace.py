@@ -181,7 +181,8 @@ def load_workspace_file(path: Path) -> WorkspaceFile:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        raise InfxError(Diagnostic(f"not UTF-8 text: byte 0x{raw[exc.start]:02x} cannot be decoded", str(path), line)) from None
+        raise InfxError(Diagnostic(f"not UTF-8 text: byte 0x{raw[exc.start]:02x} cannot be decoded",
+                                   str(path), line)) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

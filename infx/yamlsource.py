@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 from yaml.events import (
@@ -34,10 +34,11 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
-from infx.diagnostics import Diagnostic, InfxError, PathElem
+from infx.diagnostics import Diagnostic, InfxError, PathElem, Severity
 
 if TYPE_CHECKING:  # pydantic is only needed by callers that validate
     from pydantic import ValidationError
+    from pydantic_core import ErrorDetails
 
 try:  # libyaml is ~10x faster than the pure-Python parser
     _Loader: type = yaml.CSafeLoader
@@ -45,6 +46,8 @@ except AttributeError:  # pragma: no cover - wheels ship libyaml
     _Loader = yaml.SafeLoader
 
 Pos = tuple[int, int]
+#: Where a node sits: the keys and list indices from the root (a YAML key may be any scalar).
+KeyPath = tuple[PathElem, ...]
 
 
 @dataclass
@@ -53,11 +56,11 @@ class YamlSource:
 
     file: str
     data: Any
-    positions: dict[tuple[PathElem, ...], Pos] = field(default_factory=dict)
+    positions: dict[KeyPath, Pos] = field(default_factory=dict)
     #: Position of the *key* of every mapping entry (``positions`` holds the value's).
-    key_positions: dict[tuple[PathElem, ...], Pos] = field(default_factory=dict)
+    key_positions: dict[KeyPath, Pos] = field(default_factory=dict)
 
-    def locate(self, path: Sequence[PathElem]) -> tuple[tuple[PathElem, ...], Pos]:
+    def locate(self, path: Sequence[PathElem]) -> tuple[KeyPath, Pos]:
         """Deepest existing prefix of ``path`` and its position.
 
         Elements that do not exist in the data (pydantic's union tags, a missing field's
@@ -66,15 +69,19 @@ class YamlSource:
         node = self.data
         found: list[PathElem] = []
         for elem in path:
-            if isinstance(node, dict) and elem in node or isinstance(node, list) and isinstance(elem, int) and 0 <= elem < len(node):
-                node = node[elem]
-                found.append(elem)
+            if isinstance(node, list):
+                if not (isinstance(elem, int) and 0 <= elem < len(node)):
+                    continue
+            elif not (isinstance(node, dict) and elem in node):
+                continue
+            node = node[elem]
+            found.append(elem)
         key = tuple(found)
         return key, self.positions.get(key, (1, 1))
 
-    def diag(self, path: Sequence[PathElem], message: str, severity: str = "error") -> Diagnostic:
+    def diag(self, path: Sequence[PathElem], message: str, severity: Severity = "error") -> Diagnostic:
         _, (line, col) = self.locate(path)
-        return Diagnostic(message, self.file, line, col, tuple(path), severity)  # type: ignore[arg-type]
+        return Diagnostic(message, self.file, line, col, tuple(path), severity)
 
     def diags_from_validation(
         self, exc: ValidationError, base: Sequence[PathElem] = ()
@@ -97,7 +104,7 @@ class YamlSource:
         return out
 
 
-def _pydantic_message(err: dict[str, Any], loc: tuple, found: tuple) -> str:
+def _pydantic_message(err: ErrorDetails, loc: KeyPath, found: KeyPath) -> str:
     kind = err.get("type", "")
     msg = err.get("msg", "invalid value")
     if msg.startswith("Value error, "):
@@ -143,7 +150,7 @@ _MISS = object()
 _SPECIAL_PLAIN = frozenset({"<<", "="})
 
 
-def _fast(text: str | bytes) -> tuple[Any, dict[tuple, Pos], dict[tuple, Pos]]:
+def _fast(text: str | bytes) -> tuple[Any, dict[KeyPath, Pos], dict[KeyPath, Pos]]:
     """Data, positions and key positions of a plain single-document tree; :class:`_Fallback` otherwise.
 
     Equal to the full path's result by construction: the same libyaml events, every plain scalar
@@ -156,8 +163,8 @@ def _fast(text: str | bytes) -> tuple[Any, dict[tuple, Pos], dict[tuple, Pos]]:
         get = loader.get_event
         memo = _PLAIN_MEMO
         miss = _MISS
-        pos: dict[tuple, Pos] = {}
-        kpos: dict[tuple, Pos] = {}
+        pos: dict[KeyPath, Pos] = {}
+        kpos: dict[KeyPath, Pos] = {}
 
         def plain(value: str) -> Any:
             if value in _SPECIAL_PLAIN:
@@ -170,7 +177,7 @@ def _fast(text: str | bytes) -> tuple[Any, dict[tuple, Pos], dict[tuple, Pos]]:
                 memo[value] = out
             return out
 
-        def node(ev: Any, path: tuple) -> Any:
+        def node(ev: Any, path: KeyPath) -> Any:
             cls = ev.__class__
             if cls is ScalarEvent:
                 if ev.tag is not None or ev.anchor is not None:
@@ -266,9 +273,8 @@ def _check_bounds(text: str | bytes, file: str) -> None:
                 return
             if isinstance(ev, CollectionStartEvent):
                 if len(stack) >= MAX_DEPTH:
-                    m = ev.start_mark
                     raise InfxError(Diagnostic(f"YAML nests deeper than {MAX_DEPTH} levels",
-                                               file, m.line + 1, m.column + 1))
+                                               file, *_line_col(ev.start_mark)))
                 stack.append([ev.anchor, 1])
             elif isinstance(ev, CollectionEndEvent):
                 anchor, size = stack.pop()
@@ -279,13 +285,12 @@ def _check_bounds(text: str | bytes, file: str) -> None:
             elif isinstance(ev, (ScalarEvent, AliasEvent)):
                 size = 1
                 if isinstance(ev, AliasEvent):
-                    size = sizes.get(ev.anchor, 1)
+                    size = sizes.get(ev.anchor, 1) if ev.anchor is not None else 1
                     expanded += size
                     if expanded > MAX_ALIAS_NODES:
-                        m = ev.start_mark
                         raise InfxError(Diagnostic(
                             f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} nodes "
-                            f"(an alias bomb?) at alias '*{ev.anchor}'", file, m.line + 1, m.column + 1))
+                            f"(an alias bomb?) at alias '*{ev.anchor}'", file, *_line_col(ev.start_mark)))
                 elif ev.anchor is not None:
                     sizes[ev.anchor] = 1
                 if stack:
@@ -301,7 +306,8 @@ def _check_bounds(text: str | bytes, file: str) -> None:
 _PLAIN_COLLECTION_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
 
 
-def _walk(node: yaml.Node, path: tuple, pos: dict, loader: Any, file: str, kpos: dict | None = None) -> Any:
+def _walk(node: yaml.Node, path: KeyPath, pos: dict[KeyPath, Pos], loader: Any, file: str,
+          kpos: dict[KeyPath, Pos] | None = None) -> Any:
     mark = node.start_mark
     pos[path] = (mark.line + 1, mark.column + 1)
     if not isinstance(node, yaml.ScalarNode) and node.tag not in _PLAIN_COLLECTION_TAGS:
@@ -317,11 +323,15 @@ def _walk(node: yaml.Node, path: tuple, pos: dict, loader: Any, file: str, kpos:
         out: dict[Any, Any] = {}
         first: dict[Any, Any] = {}
         for knode, vnode in node.value:
-            key = _scalar(knode, loader, file, path) if isinstance(knode, yaml.ScalarNode) else loader.construct_object(knode, deep=True)
+            if isinstance(knode, yaml.ScalarNode):
+                key = _scalar(knode, loader, file, path)
+            else:
+                key = loader.construct_object(knode, deep=True)
             try:
                 hash(key)
             except TypeError:
-                raise InfxError(Diagnostic("mapping key must be a scalar", file, knode.start_mark.line + 1, knode.start_mark.column + 1, path)) from None
+                raise InfxError(Diagnostic("mapping key must be a scalar", file, *_line_col(knode.start_mark),
+                                           path)) from None
             if key in out and id(knode) in written and first[key][1]:
                 fl = first[key][0]
                 raise InfxError(
@@ -345,7 +355,7 @@ _SCALAR_MEMO: dict[tuple[str, str], Any] = {}
 _IMMUTABLE = (str, int, float, bool, type(None))
 
 
-def _scalar(node: yaml.Node, loader: Any, file: str = "", path: tuple = ()) -> Any:
+def _scalar(node: yaml.Node, loader: Any, file: str = "", path: KeyPath = ()) -> Any:
     """Construct a scalar; immutable results are memoised by (tag, text), since catalogs repeat them a lot."""
     memo_key = (node.tag, node.value)
     try:
@@ -383,12 +393,25 @@ def _number_problem(value: Any) -> str | None:
     return None
 
 
+class _Mark(Protocol):
+    """Where libyaml met a node or an error (PyYAML's ``Mark`` or libyaml's own): 0-based."""
+
+    @property
+    def line(self) -> int: ...
+    @property
+    def column(self) -> int: ...
+
+
+def _line_col(mark: _Mark | None) -> tuple[int | None, int | None]:
+    """1-based (line, column) of a libyaml mark; (None, None) where there is none."""
+    return (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+
+
 def _syntax_error(exc: yaml.YAMLError, file: str) -> InfxError:
     if isinstance(exc, yaml.MarkedYAMLError):
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
         problem = exc.problem or exc.context or "invalid YAML"
-        return InfxError(Diagnostic(f"YAML syntax error: {problem}", file, line, col))
+        return InfxError(Diagnostic(f"YAML syntax error: {problem}", file,
+                                    *_line_col(exc.problem_mark or exc.context_mark)))
     return InfxError(Diagnostic(f"YAML error: {exc}", file))
 
 
@@ -400,15 +423,13 @@ def _parse_full(text: str | bytes, file: str) -> YamlSource:
             root = loader.get_single_node()
         except yaml.YAMLError as exc:
             raise _syntax_error(exc, file) from None
-        pos: dict[tuple, Pos] = {}
-        kpos: dict[tuple, Pos] = {}
+        pos: dict[KeyPath, Pos] = {}
+        kpos: dict[KeyPath, Pos] = {}
         try:
             data = None if root is None else _walk(root, (), pos, loader, file, kpos)
         except yaml.MarkedYAMLError as exc:  # an unknown tag, a bad merge key, a bad !!binary...
-            mark = exc.problem_mark or exc.context_mark
-            line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
             raise InfxError(Diagnostic(f"YAML error: {exc.problem or exc.context or 'cannot construct value'}",
-                                       file, line, col)) from None
+                                       file, *_line_col(exc.problem_mark or exc.context_mark))) from None
         return YamlSource(file, data, pos, kpos)
     finally:
         loader.dispose()

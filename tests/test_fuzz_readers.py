@@ -7,6 +7,7 @@ Bounded: a fixed number of examples each; ``timeout`` guards against a hang, it 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 from pathlib import Path
@@ -24,9 +25,9 @@ FUZZ = settings(max_examples=150, suppress_health_check=[HealthCheck.function_sc
 
 _YAML_TOKENS = st.sampled_from([
     "a", "b", "k", ":", ": ", "- ", "-", "[", "]", "{", "}", ",", " ", "  ", "\n", "\n  ", "\n    ", "&x ", "*x", "&y ",
-    "*y", "<<: ", "!tag ", "!!set ", "!!omap ", "!!binary ", "!!int ", "!!float ", "'", '"', "#", "|", ">", "?", "---\n",
-    "...\n", ".inf", "-.inf", ".nan", "9" * 30, "1e999", "0x1F", "1:30", "2001-13-45", "yes", "~", "\t", "%YAML 1.1\n",
-    "\x00", "\xff", "é",
+    "*y", "<<: ", "!tag ", "!!set ", "!!omap ", "!!binary ", "!!int ", "!!float ", "'", '"', "#", "|", ">", "?",
+    "---\n", "...\n", ".inf", "-.inf", ".nan", "9" * 30, "1e999", "0x1F", "1:30", "2001-13-45", "yes", "~", "\t",
+    "%YAML 1.1\n", "\x00", "\xff", "é",
 ])
 
 
@@ -48,10 +49,8 @@ def test_yaml_loader_gives_data_or_infx_error(text: str) -> None:
 def test_yaml_loader_on_raw_bytes(data: bytes) -> None:
     from infx.yamlsource import parse_yaml
 
-    try:
+    with contextlib.suppress(InfxError):
         parse_yaml(data, "f.yaml")
-    except InfxError:
-        pass
 
 
 # --------------------------------------------------------------------------- expressions
@@ -92,7 +91,8 @@ _JUNK = st.sampled_from([b"[" * 3000, b"9" * 5000, b"NaN", b"Infinity", b"1e999"
                          b'{"id": "t", "requests": [{"type": "subagent"}]}'])
 
 
-_COUNT = st.integers(-2, 10**4) | st.sampled_from([10**19, 10**30, 2**63]) | st.floats(allow_nan=False) | st.text(max_size=2)
+_COUNT = (st.integers(-2, 10**4) | st.sampled_from([10**19, 10**30, 2**63]) | st.floats(allow_nan=False)
+          | st.text(max_size=2))
 _REQUEST = st.recursive(
     st.fixed_dictionaries({"t": st.floats(-1, 10**20) | st.integers(0, 10**30), "type": st.just("n"), "in": _COUNT,
                            "out": _COUNT, "hash_ids": st.lists(st.integers(-1, 10**20), max_size=3)}),

@@ -17,8 +17,9 @@ _register_all()
 
 
 def _bench(srv: SyntheticServer, tokenizer: Path, out: Path):  # type: ignore[no-untyped-def]
-    return CliRunner().invoke(app, ["bench", "--base-url", srv.base_url, "--model", "m", "--tokenizer", str(tokenizer),
-                                    "--concurrency", "1", "--num-prompts", "2", "--input-len", "16", "--output-len", "4",
+    return CliRunner().invoke(app, ["bench", "--base-url", srv.base_url, "--model", "m",
+                                    "--tokenizer", str(tokenizer), "--concurrency", "1", "--num-prompts", "2",
+                                    "--input-len", "16", "--output-len", "4",
                                     "--no-progress", "--no-summary", "--out", str(out)])
 
 

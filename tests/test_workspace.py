@@ -82,7 +82,8 @@ def test_nothing_found_is_the_working_directory(tmp_path: Path) -> None:
 
 
 def test_paths_table_moves_locations(tmp_path: Path) -> None:
-    (tmp_path / "infx.toml").write_text('[paths]\nconfigs = "catalog"\nresults = "out/runs"\nimages-lock = "pins.lock"\n')
+    (tmp_path / "infx.toml").write_text(
+        '[paths]\nconfigs = "catalog"\nresults = "out/runs"\nimages-lock = "pins.lock"\n')
     ws = resolve(tmp_path)
     assert ws.configs_dir == tmp_path.resolve() / "catalog"
     assert ws.results_dir == tmp_path.resolve() / "out" / "runs"

@@ -1,9 +1,10 @@
 """Cache of validated catalog files, keyed by file content and the validating code.
 
 Parsing and validating the ~380 KB compat catalog costs ~0.06 s of CPU (``yamlsource``'s
-event-stream path plus pydantic); unpickling the validated entries costs under 0.01 s. Only files that validated cleanly are cached, so errors are always
-recomputed with their positions. The key covers the file bytes, the schema/rules/loader
-sources, ``yamlsource.py`` and the Python and pydantic versions, so a code change never serves stale entries.
+event-stream path plus pydantic); unpickling the validated entries costs under 0.01 s. Only files
+that validated cleanly are cached, so errors are always recomputed with their positions. The key
+covers the file bytes, the schema/identity/rules/loader sources, ``yamlsource.py`` and the Python and
+pydantic versions, so a code change never serves stale entries.
 Location: ``$INFX_CACHE_DIR`` or ``$XDG_CACHE_HOME/infx`` or ``~/.cache/infx``, subfolder
 ``catalog/``. ``INFX_NO_CACHE=1`` turns it off. Any cache failure silently falls back to parsing.
 
@@ -14,6 +15,7 @@ fails its checksum and is simply recomputed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -22,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-_CODE_FILES = ("schema.py", "rules.py", "loader.py", "cache.py")
+_CODE_FILES = ("schema.py", "identity.py", "rules.py", "loader.py", "cache.py")
 
 
 def enabled() -> bool:
@@ -86,7 +88,5 @@ def put(data: bytes, value: Any) -> None:
         pass
     finally:
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass

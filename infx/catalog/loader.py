@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from infx.catalog import cache
 from infx.catalog.rules import entry_problems
 from infx.catalog.schema import MasterEntry, MultiNodeMasterEntry, SingleNodeMasterEntry
-from infx.diagnostics import Diagnostic, InfxError
+from infx.diagnostics import Diagnostic, InfxError, Severity
 
 if TYPE_CHECKING:
     from infx.catalog.runners import RunnerConfig
@@ -45,13 +45,13 @@ class Catalog:
     def keys(self) -> list[str]:
         return list(self.entries)
 
-    def diag(self, key: str, message: str, severity: str = "error", at_runner: bool = False) -> Diagnostic:
+    def diag(self, key: str, message: str, severity: Severity = "error", at_runner: bool = False) -> Diagnostic:
         src = self.sources.get(key)
         if src is None:
-            return Diagnostic(message, path=(key,), severity=severity)  # type: ignore[arg-type]
+            return Diagnostic(message, path=(key,), severity=severity)
         line, col = src.runner_pos if at_runner else src.key_pos
         path = (key, "runner") if at_runner else (key,)
-        return Diagnostic(message, src.file, line, col, path, severity)  # type: ignore[arg-type]
+        return Diagnostic(message, src.file, line, col, path, severity)
 
 
 FileEntries = dict[str, tuple[MasterEntry, Pos, Pos]]
@@ -70,7 +70,8 @@ def validate_file_data(src: Any) -> FileEntries:
             continue
         if "*" in key:
             line, col = src.key_positions.get((key,), (1, 1))
-            diags.append(Diagnostic(f"Wildcard '*' is not allowed in master config keys ('{key}')", src.file, line, col, (key,)))
+            diags.append(Diagnostic(f"Wildcard '*' is not allowed in master config keys ('{key}')",
+                                    src.file, line, col, (key,)))
             continue
         if not isinstance(raw, dict):
             line, col = src.key_positions.get((key,), (1, 1))
@@ -86,8 +87,8 @@ def validate_file_data(src: Any) -> FileEntries:
         if problems:
             diags.extend(src.diag((key,) + path, msg) for path, msg in problems)
             continue
-        kp = src.key_positions
-        out[key] = (entry, kp.get((key,), src.positions.get((key,), (1, 1))), src.positions.get((key, "runner"), (1, 1)))
+        key_pos = src.key_positions.get((key,), src.positions.get((key,), (1, 1)))
+        out[key] = (entry, key_pos, src.positions.get((key, "runner"), (1, 1)))
     if diags:
         raise InfxError(sorted(diags, key=lambda d: (d.line or 0, d.col or 0)))
     return out
@@ -110,7 +111,7 @@ def load_file(path: str | Path) -> FileEntries:
         raise InfxError(Diagnostic(f"Input file '{path}' does not exist.", str(path))) from None
     except OSError as exc:
         raise InfxError(Diagnostic(f"cannot read '{path}': {exc.strerror}", str(path))) from None
-    cached = cache.get(data)
+    cached: FileEntries | None = cache.get(data)  # unpickled: what put() stored for these bytes
     if cached is not None:
         return cached
     from infx.yamlsource import parse_yaml
@@ -163,7 +164,8 @@ def runner_warnings(catalog: Catalog, labels: dict[str, list[str]] | Any) -> lis
     ]
 
 
-def load_catalog_and_runners(config_files: Sequence[str | Path], runner_config: str | Path) -> tuple[Catalog, RunnerConfig]:
+def load_catalog_and_runners(config_files: Sequence[str | Path],
+                             runner_config: str | Path) -> tuple[Catalog, RunnerConfig]:
     """Load catalog and runners, reporting the problems of both at once."""
     from infx.catalog.runners import load_runners
 

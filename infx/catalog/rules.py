@@ -6,9 +6,15 @@ reported at once, not only the first.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-from infx.catalog.schema import CLUSTER_LABEL_PREFIX, MasterEntry, MultiNodeMasterEntry
+from infx.catalog.schema import (
+    CLUSTER_LABEL_PREFIX,
+    MasterEntry,
+    MultiNodeFixedSeqLen,
+    MultiNodeMasterEntry,
+    SingleNodeFixedSeqLen,
+)
 from infx.diagnostics import PathElem
 
 Problem = tuple[tuple[PathElem, ...], str]
@@ -18,11 +24,11 @@ KNOWN_KV_TRANSFERS = ("example-connector", "mooncake", "mori", "nixl", "ucx")
 
 
 def _search_space_entries(entry: MasterEntry) -> Iterator[tuple[tuple[PathElem, ...], object]]:
-    sc = entry.scenarios
-    for i, item in enumerate(sc.fixed_seq_len):
+    fixed: Sequence[SingleNodeFixedSeqLen | MultiNodeFixedSeqLen] = entry.scenarios.fixed_seq_len
+    for i, item in enumerate(fixed):
         for j, ss in enumerate(item.search_space):
             yield ("scenarios", "fixed-seq-len", i, "search-space", j), ss
-    for i, ag in enumerate(sc.agentic_coding):
+    for i, ag in enumerate(entry.scenarios.agentic_coding):
         for j, ss in enumerate(ag.search_space):
             yield ("scenarios", "agentic-coding", i, "search-space", j), ss
 

@@ -11,10 +11,20 @@ master entry (agentic needs a cluster runner, component scope, disagg) live in `
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
+from infx.catalog.identity import EntryIdentity
 from infx.diagnostics import PathElem
 
 SpecDecoding = Literal["mtp", "draft_model", "none"]
@@ -85,7 +95,7 @@ class WorkerConfig(_Model):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _remember_key_order(cls, data: Any, handler: Any) -> WorkerConfig:
+    def _remember_key_order(cls, data: Any, handler: ModelWrapValidatorHandler[WorkerConfig]) -> WorkerConfig:
         model = handler(data)
         if isinstance(data, dict):  # validated with extra="forbid": every key is a field name or alias
             model._yaml_keys = tuple(data)
@@ -149,14 +159,20 @@ class _Conc(_Model):
             raise At(f"'conc-start' ({self.conc_start}) must be <= 'conc-end' ({self.conc_end})", "conc-start")
 
 
-class SingleNodeSearchSpaceEntry(_Conc):
-    tp: int
+class _Parallelism(_Conc):
+    """The top-level topology of a single-node arm (fixed or agentic): tp and what shards beside it."""
+
+    tp: int | None = None
     pp: PosStrictInt = 1
     dcp_size: PosStrictInt = Field(1, alias="dcp-size")
     pcp_size: PosStrictInt = Field(1, alias="pcp-size")
     ep: int | None = None
     dp_attn: bool | None = Field(None, alias="dp-attn")
     spec_decoding: SpecDecoding = Field("none", alias="spec-decoding")
+
+
+class SingleNodeSearchSpaceEntry(_Parallelism):
+    tp: int  # required here (an override keeps the field's place: conc fields, tp, pp, ...)
     router: ComponentMetadata | None = None
 
     @model_validator(mode="after")
@@ -181,14 +197,9 @@ class MultiNodeSearchSpaceEntry(_Conc):
         return self
 
 
-class AgenticCodingSearchSpaceEntry(_Conc):
-    tp: int | None = None
-    pp: PosStrictInt = 1
-    dcp_size: PosStrictInt = Field(1, alias="dcp-size")
-    pcp_size: PosStrictInt = Field(1, alias="pcp-size")
-    ep: int | None = None
-    dp_attn: bool | None = Field(None, alias="dp-attn")
-    spec_decoding: SpecDecoding = Field("none", alias="spec-decoding")
+class AgenticCodingSearchSpaceEntry(_Parallelism):
+    """A single-node agentic arm (``tp``) or a multinode one (``prefill`` + ``decode``)."""
+
     prefill: WorkerConfig | None = None
     decode: WorkerConfig | None = None
     kv_offloading: KvOffloading | None = Field(None, alias="kv-offloading")
@@ -283,10 +294,12 @@ class AgenticCodingConfig(_ScenarioExtensions):
 
 class _Scenarios(_Model):
     agentic_coding: list[AgenticCodingConfig] = Field(default_factory=list, alias="agentic-coding")
+    if TYPE_CHECKING:  # each subclass declares the field with its own row type (its position: after this one)
+        fixed_seq_len: Sequence[SingleNodeFixedSeqLen | MultiNodeFixedSeqLen]
 
     @model_validator(mode="after")
     def _at_least_one(self) -> _Scenarios:
-        if not self.fixed_seq_len and not self.agentic_coding:  # type: ignore[attr-defined]
+        if not self.fixed_seq_len and not self.agentic_coding:
             raise At("At least one scenario type must be specified")
         return self
 
@@ -299,13 +312,7 @@ class MultiNodeScenarios(_Scenarios):
     fixed_seq_len: list[MultiNodeFixedSeqLen] = Field(default_factory=list, alias="fixed-seq-len")
 
 
-class _MasterBase(_Model):
-    image: str
-    model: str
-    model_prefix: str = Field(alias="model-prefix")
-    precision: str
-    framework: str
-    runner: str
+class _MasterBase(_Model, EntryIdentity):
     router: ComponentMetadata | None = None
 
     @property

@@ -64,7 +64,8 @@ def append_only_delta(entry: ParsedEntry, base_rows: list[Row], head_rows: list[
         return Diagnostic(f"{where}: {msg}", file, entry.line, 1)
 
     if not base_rows:
-        return [], [err("the base revision generates no rows for the selected keys; append-only needs an existing curve")]
+        return [], [err("the base revision generates no rows for the selected keys; "
+                        "append-only needs an existing curve")]
     base_concs: dict[str, list[int]] = {}
     base_names: dict[str, str] = {}
     series_images: dict[str, set[str]] = {}
@@ -79,8 +80,8 @@ def append_only_delta(entry: ParsedEntry, base_rows: list[Row], head_rows: list[
     diags: list[Diagnostic] = []
     for k, cs in base_concs.items():
         if k not in head_concs:
-            diags.append(err(f"append-only may not remove or modify existing generated recipes (curve of {base_names[k]} "
-                             f"at conc {cs} is gone or changed at head)"))
+            diags.append(err(f"append-only may not remove or modify existing generated recipes "
+                             f"(curve of {base_names[k]} at conc {cs} is gone or changed at head)"))
             continue
         lost = [c for c in cs if c not in head_concs[k]]
         if lost:
@@ -118,7 +119,8 @@ def scope_diagnostics(entry: ParsedEntry, selected: list[str], base_raw: dict[st
     chosen = set(selected)
     for key in sorted((set(base_raw) | set(head_raw)) - chosen):
         if base_raw.get(key) != head_raw.get(key):
-            out.append(Diagnostic(f"{where}: catalog key '{key}' changed but the entry does not select it", file, entry.line, 1))
+            out.append(Diagnostic(f"{where}: catalog key '{key}' changed but the entry does not select it",
+                                  file, entry.line, 1))
     wanted = entry.entry.scenario_type
     for key in selected:
         b, h = base_raw.get(key), head_raw.get(key)
@@ -138,6 +140,6 @@ def scope_diagnostics(entry: ParsedEntry, selected: list[str], base_raw: dict[st
         wide_h = {k: v for k, v in h.items() if k != "scenarios"}
         if wide_b != wide_h and not every:
             fields = sorted(k for k in set(wide_b) | set(wide_h) if wide_b.get(k) != wide_h.get(k))
-            out.append(Diagnostic(f"{where}: config-wide fields {fields} of '{key}' changed but the entry does not select "
-                                  "every scenario of it", file, entry.line, 1))
+            out.append(Diagnostic(f"{where}: config-wide fields {fields} of '{key}' changed but the entry does not "
+                                  "select every scenario of it", file, entry.line, 1))
     return out

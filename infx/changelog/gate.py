@@ -13,7 +13,7 @@ A change that cannot run fails at 3 or 4, before any machine is booked. Every pr
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,8 +85,8 @@ class GateReport(BaseModel):
         what = (f"{n} new entr{'y' if n == 1 else 'ies'}" if n
                 else f"{len(c.corrections)} pr-link correction(s)" if c.corrections else "no change")
         return (f"Validated {self.changelog_file}: final newline present and matrix generated "
-                f"({what}; {len(self.matrix.throughput_rows())} throughput rows, {len(self.matrix.eval_rows())} eval rows; "
-                f"{self.seconds:.2f} s)")
+                f"({what}; {len(self.matrix.throughput_rows())} throughput rows, "
+                f"{len(self.matrix.eval_rows())} eval rows; {self.seconds:.2f} s)")
 
 
 def read_changelog(repo: Path, rev: str, path: str, *, required: bool, base: Changelog | None = None) -> Changelog:
@@ -128,7 +128,8 @@ def check_change(opts: GateOptions) -> tuple[Changelog, Changelog, ChangeSet]:
     return base, head, check_history(base, head, opts.pr)
 
 
-def _generate(snapshot: CatalogSnapshot, keys: list[str], scenario_types: list[str] | None, evals: str) -> list[Row]:
+def _generate(snapshot: CatalogSnapshot, keys: list[str], scenario_types: Sequence[str] | None,
+              evals: str) -> list[Row]:
     from infx.matrix.generate import test_config_rows
 
     return test_config_rows(snapshot.catalog, snapshot.runners, keys, evals=evals, scenario_types=scenario_types)
@@ -150,7 +151,8 @@ def _repointer(keys: list[str]) -> Callable[[Row, Row], str]:
 
 def build_matrix(opts: GateOptions, head: Changelog, change: ChangeSet) -> ChangelogMatrix:
     """Steps 3-4 for the new entries of ``change``."""
-    metadata = ChangelogMetadata(base_ref=opts.base_ref, head_ref=opts.head_ref, entries=[a.raw for a in change.additions])
+    metadata = ChangelogMetadata(base_ref=opts.base_ref, head_ref=opts.head_ref,
+                                 entries=[a.raw for a in change.additions])
     builder = BucketBuilder()
     if not change.additions:
         return builder.build(metadata)
@@ -162,8 +164,8 @@ def build_matrix(opts: GateOptions, head: Changelog, change: ChangeSet) -> Chang
         diags.append(Diagnostic(f"{regular.label}: append-only and regular entries cannot be mixed in one change "
                                 f"({appendonly[0].label} is append-only)", file, regular.line, 1))
     if appendonly and (opts.all_evals or opts.evals_only):
-        diags.append(Diagnostic(f"{appendonly[0].label}: append-only entries cannot be run with --all-evals/--evals-only",
-                                file, appendonly[0].line, 1))
+        diags.append(Diagnostic(f"{appendonly[0].label}: append-only entries cannot be run with "
+                                "--all-evals/--evals-only", file, appendonly[0].line, 1))
     if diags:
         raise InfxError(diags)
     repo = git.repo_root(opts.repo)
@@ -194,7 +196,8 @@ def build_matrix(opts: GateOptions, head: Changelog, change: ChangeSet) -> Chang
     if opts.changed_launches:
         from infx.changelog.launches import launch_hashes
 
-        meta = built.changelog_metadata.model_copy(update={"launches": launch_hashes(repo, opts.head_ref, built.all_rows())})
+        launches = launch_hashes(repo, opts.head_ref, built.all_rows())
+        meta = built.changelog_metadata.model_copy(update={"launches": launches})
         built = built.model_copy(update={"changelog_metadata": meta})
     return built
 
@@ -246,7 +249,8 @@ def run_gate(opts: GateOptions) -> GateReport:
     t0 = time.perf_counter()
     _, head, change = check_change(opts)
     matrix = build_matrix(opts, head, change)
-    return GateReport(changelog_file=opts.changelog_file, change=change, matrix=matrix, seconds=time.perf_counter() - t0)
+    return GateReport(changelog_file=opts.changelog_file, change=change, matrix=matrix,
+                      seconds=time.perf_counter() - t0)
 
 
 def changelog_points(repo: str | Path, base_ref: str, head_ref: str, *, changelog_file: str = DEFAULT_CHANGELOG,

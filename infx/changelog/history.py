@@ -122,8 +122,8 @@ def compare_entries(base: Changelog, head: Changelog, pr: PullRequestContext) ->
             continue
         fields = ", ".join(_changed_fields(b, h))
         diags.append(_diag(head, h.line,
-            f"historical entry #{i + 1} [{', '.join(b.entry.config_keys)}] (base line {b.line}) was modified ({fields}); "
-            "only a pr-link correction may change a historical entry"))
+            f"historical entry #{i + 1} [{', '.join(b.entry.config_keys)}] (base line {b.line}) was modified "
+            f"({fields}); only a pr-link correction may change a historical entry"))
     if not diags and nh < nb:
         lost = base.entries[nh]
         diags.append(_diag(head, max(1, head.data.count(b"\n")),
@@ -163,7 +163,8 @@ def _check_new_link(head: Changelog, a: ParsedEntry, pr: PullRequestContext) -> 
         if link in (own, PLACEHOLDER_LINK, own.rsplit("/", 1)[0] + "/" + PLACEHOLDER_LINK):
             return []
         return [_diag(head, a.link_line,
-            f"{a.label}: pr-link '{link}' must be this pull request's link '{own}' or the placeholder '{PLACEHOLDER_LINK}'")]
+            f"{a.label}: pr-link '{link}' must be this pull request's link '{own}' "
+            f"or the placeholder '{PLACEHOLDER_LINK}'")]
     if pr_link_number(link, pr.repo_slug) is None:
         return [_diag(head, a.link_line,
             f"{a.label}: new entry needs a canonical pr-link "
@@ -241,7 +242,7 @@ def validate_raw_change(base: Changelog, head: Changelog, change: ChangeSet) -> 
             raise InfxError(_diag(head, change.corrections[0].head.link_line,
                 f"{change.corrections[0].head.label}: a pr-link correction must not add or remove lines "
                 f"(base has {len(bl)} lines, head {len(hl)})"))
-        changed = [n for n, (x, y) in enumerate(zip(bl, hl)) if x != y]
+        changed = [n for n, (x, y) in enumerate(zip(bl, hl, strict=True)) if x != y]
         links = {c.head.link_line: c.head.entry.pr_link for c in change.corrections}
         diags = []
         for n in changed:

@@ -13,9 +13,8 @@ from pathlib import Path
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.engines.scripts.locate import locate_script
+from infx.matrix.buckets import Row
 from infx.matrix.point import Point
-
-Row = dict
 
 
 def tree_blobs(repo: Path, rev: str, directory: str = "benchmarks") -> dict[str, str]:
@@ -23,7 +22,8 @@ def tree_blobs(repo: Path, rev: str, directory: str = "benchmarks") -> dict[str,
     proc = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "-z", rev, "--", directory],
                           capture_output=True)
     if proc.returncode != 0:
-        raise InfxError(Diagnostic(f"git ls-tree {rev} -- {directory} failed: {proc.stderr.decode(errors='replace').strip()}"))
+        why = proc.stderr.decode(errors="replace").strip()
+        raise InfxError(Diagnostic(f"git ls-tree {rev} -- {directory} failed: {why}"))
     out: dict[str, str] = {}
     for item in proc.stdout.split(b"\0"):
         if not item:

@@ -1,4 +1,5 @@
-"""Command-line options shared by ``infx changelog ...`` and ``python -m infx.workflows.validate_perf_changelog``."""
+"""Command-line options shared by ``infx changelog ...`` and
+``python -m infx.workflows.validate_perf_changelog``."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from infx.diagnostics import Diagnostic, InfxError
 def gate_options(*, repo: Path | str = ".", base_ref: str, head_ref: str, changelog_file: str = DEFAULT_CHANGELOG,
                  config_files: list[str] | None = None, runner_config: str = DEFAULT_RUNNER_CONFIG,
                  all_evals: bool = False, evals_only: bool = False, trim_conc: bool = False,
-                 changed_launches: bool = False, pr_number: int | None = None, link_repo: str | None = None) -> GateOptions:
+                 changed_launches: bool = False, pr_number: int | None = None,
+                 link_repo: str | None = None) -> GateOptions:
     if pr_number is not None and pr_number < 1:
         raise InfxError(Diagnostic(f"--pr-number must be a positive integer, got {pr_number}"))
     try:

@@ -172,7 +172,8 @@ def _parse(data: bytes, file: str, index_offset: int) -> tuple[list[ParsedEntry]
         key_lines = [src.positions.get((i, "config-keys", j), (line, 1))[0] for j in range(len(entry.config_keys))]
         link_line = src.positions.get((i, "pr-link"), (line, 1))[0]
         entries.append(
-            ParsedEntry(index=n, line=line, end_line=nxt - 1, entry=entry, raw=item, key_lines=key_lines, link_line=link_line)
+            ParsedEntry(index=n, line=line, end_line=nxt - 1, entry=entry, raw=item, key_lines=key_lines,
+                        link_line=link_line)
         )
     return entries, diags
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pydantic import BaseModel, ConfigDict
 
 from infx.changelog.models import Changelog, ParsedEntry
-from infx.diagnostics import Diagnostic
+from infx.diagnostics import Diagnostic, Severity
 
 
 @lru_cache(maxsize=4096)
@@ -48,7 +48,9 @@ def resolve_entry(entry: ParsedEntry, keys: list[str]) -> Resolution:
     keyset = set(keys)
     out: dict[str, None] = {}
     unmatched = []
-    for pattern, line in zip(entry.entry.config_keys, entry.key_lines or [entry.line] * len(entry.entry.config_keys)):
+    patterns = entry.entry.config_keys
+    lines = entry.key_lines or [entry.line] * len(patterns)  # one line per pattern
+    for pattern, line in zip(patterns, lines, strict=True):
         found = match_pattern(pattern, keyset if "*" not in pattern else keys)
         if not found:
             unmatched.append(Unmatched(entry_index=entry.index, pattern=pattern, line=line))
@@ -56,10 +58,11 @@ def resolve_entry(entry: ParsedEntry, keys: list[str]) -> Resolution:
     return Resolution(keys=list(out), unmatched=unmatched)
 
 
-def unmatched_diagnostic(file: str, entry: ParsedEntry, u: Unmatched, where: str, severity: str = "error") -> Diagnostic:
+def unmatched_diagnostic(file: str, entry: ParsedEntry, u: Unmatched, where: str,
+                         severity: Severity = "error") -> Diagnostic:
     return Diagnostic(
         f"{entry.label}: config-key pattern '{u.pattern}' matches no key in the catalog {where}",
-        file, u.line, 1, (entry.index, "config-keys"), severity,  # type: ignore[arg-type]
+        file, u.line, 1, (entry.index, "config-keys"), severity,
     )
 
 

@@ -80,7 +80,8 @@ def load_snapshot(repo: Path, rev: str, config_files: list[str] | None = None,
                 if src is not None and isinstance(src.data, dict):
                     raw.update(src.data)
         if missing:
-            raise InfxError([Diagnostic(f"file '{m}' does not exist at revision '{rev}'", f"{rev}:{m}") for m in missing])
+            raise InfxError([Diagnostic(f"file '{m}' does not exist at revision '{rev}'", f"{rev}:{m}")
+                             for m in missing])
         try:
             catalog = load_catalog([root / f for f in files])
             runners = load_runners(root / runner_config)

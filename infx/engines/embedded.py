@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from pydantic import BaseModel, Field
 
@@ -140,12 +141,22 @@ def start_embedded(
     return proc, state
 
 
-def up(*, sdir: str | Path | None = None, **kwargs: object) -> EngineState:
+class StartOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`start_embedded` that :func:`up` passes on."""
+
+    port: int | None
+    model_dir: str | Path | None
+    timeout: float
+    log_path: str | Path | None
+    probe_tokens: int
+
+
+def up(*, sdir: str | Path | None = None, **kwargs: Unpack[StartOptions]) -> EngineState:
     """``infx engine up``: reuse a running embedded engine or start one and record its state."""
     current = read_state(sdir)
     if current is not None and _is_ours(current):
         return current
-    proc, state = start_embedded(sdir=sdir, **kwargs)  # type: ignore[arg-type]
+    proc, state = start_embedded(sdir=sdir, **kwargs)
     atomic.write_text(state_path(sdir), state.model_dump_json(indent=2) + "\n")
     # The engine outlives this process: forget the Popen handle without waiting on it.
     proc.proc = None
@@ -159,14 +170,12 @@ def down(grace: float = 15.0, *, sdir: str | Path | None = None) -> EngineState 
         return None
     if _is_ours(state):
         kill_group(state.pgid, grace=grace)
-    try:
-        state_path(sdir).unlink()
-    except FileNotFoundError:
-        pass
+    state_path(sdir).unlink(missing_ok=True)
     return state
 
 
-__all__ = ["EngineState", "embedded_launch", "start_embedded", "up", "down", "read_state", "prepare_model", "fingerprint"]
+__all__ = ["EngineState", "embedded_launch", "start_embedded", "up", "down", "read_state", "prepare_model",
+           "fingerprint"]
 
 
 def prepare_model(launch: Launch) -> None:

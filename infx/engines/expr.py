@@ -28,6 +28,7 @@ _BINOPS: dict[type, Any] = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
+_UNOPS: dict[type, Any] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 _CMPOPS: dict[type, Any] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
@@ -56,7 +57,8 @@ class Expr:
     def __init__(self, source: str) -> None:
         self.source = source
         if len(source) > MAX_SOURCE:
-            raise ExprError(f"expression is {len(source):,} characters long (at most {MAX_SOURCE:,}): {source[:40]!r}...")
+            raise ExprError(f"expression is {len(source):,} characters long (at most {MAX_SOURCE:,}): "
+                            f"{source[:40]!r}...")
         try:
             with warnings.catch_warnings():  # '1if x' warns on stderr: the verdict below is what counts
                 warnings.simplefilter("ignore", SyntaxWarning)
@@ -127,7 +129,7 @@ class Expr:
             raise ExprError(f"unknown name '{unknown[0]}' in {self.source!r} (known: {known})")
         return self._eval(self._body, env)
 
-    def _eval(self, node: ast.AST, env: Mapping[str, Value]) -> Any:
+    def _eval(self, node: ast.AST, env: Mapping[str, Value]) -> Value:
         if isinstance(node, ast.Constant):
             return self._bounded(node.value)
         if isinstance(node, ast.Name):
@@ -151,26 +153,26 @@ class Expr:
             if isinstance(node.op, ast.Not):
                 return not v
             try:
-                return self._bounded(-v if isinstance(node.op, ast.USub) else +v)
+                return self._bounded(_UNOPS[type(node.op)](v))
             except TypeError as exc:
                 raise ExprError(f"cannot evaluate {self.source!r}: {exc}") from None
         if isinstance(node, ast.BoolOp):
             if isinstance(node.op, ast.And):
-                result: Any = True
-                for v in node.values:
-                    result = self._eval(v, env)
+                result: Value = True
+                for operand in node.values:
+                    result = self._eval(operand, env)
                     if not result:
                         return result
                 return result
             result = False
-            for v in node.values:
-                result = self._eval(v, env)
+            for operand in node.values:
+                result = self._eval(operand, env)
                 if result:
                     return result
             return result
         if isinstance(node, ast.Compare):
             left = self._eval(node.left, env)
-            for op, comp in zip(node.ops, node.comparators):
+            for op, comp in zip(node.ops, node.comparators, strict=True):
                 right = self._eval(comp, env)
                 try:
                     if not _CMPOPS[type(op)](left, right):
@@ -211,22 +213,26 @@ class Expr:
         if big:
             raise ExprError(f"result too large in {self.source!r}")
 
-    def _bounded(self, out: Any) -> Any:
+    def _bounded(self, out: object) -> Value:
         """The value of an operation, refused when it is too large, not finite or not real."""
         if isinstance(out, bool):
             return out
         if isinstance(out, int):
             if out.bit_length() > MAX_INT_BITS:
                 raise ExprError(f"integer result too large (over {MAX_INT_BITS} bits) in {self.source!r}")
-        elif isinstance(out, float):
+            return out
+        if isinstance(out, float):
             if not math.isfinite(out):
                 raise ExprError(f"result is {out} (not a finite number) in {self.source!r}")
-        elif isinstance(out, str):
+            return out
+        if isinstance(out, str):
             if len(out) > MAX_STR:
                 raise ExprError(f"string result too long (over {MAX_STR:,} characters) in {self.source!r}")
-        elif isinstance(out, complex):
+            return out
+        if isinstance(out, complex):
             raise ExprError(f"result {out} is a complex number in {self.source!r}")
-        return out
+        # constants, names and the whitelisted operations only make the four kinds above
+        raise ExprError(f"result {out!r} is not a number or a string in {self.source!r}")  # pragma: no cover
 
 
 def _is_int(v: Any) -> bool:

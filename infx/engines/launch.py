@@ -58,7 +58,8 @@ class Launch(BaseModel):
     runtime: Runtime = "local"
     argv: list[str]
     env: dict[str, str] = Field(default_factory=dict)
-    files: dict[str, str] = Field(default_factory=dict)  # extra files the launch needs (name -> text), e.g. TRT extra options
+    # extra files the launch needs (name -> text), e.g. TRT extra options
+    files: dict[str, str] = Field(default_factory=dict)
     fingerprint: str
     host: str = "127.0.0.1"
     port: int

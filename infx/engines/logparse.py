@@ -10,12 +10,12 @@ graph capture, SGLang, TRT-LLM), from hand-written snippets in the engines' docu
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
 
-class FailureKind(str, Enum):
+class FailureKind(StrEnum):
     """Why an engine failed to become ready, from most to least specific."""
 
     BAD_ARGUMENT = "bad-argument"
@@ -81,7 +81,8 @@ _FACTS: dict[str, list[tuple[str, re.Pattern[str]]]] = {
         ("ready", re.compile(r"The server is fired up and ready to roll|Application startup complete")),
     ],
     "trt": [
-        ("kv_cache_tokens", re.compile(r"\[MemUsageChange\] Allocated [\d.]+ GiB for max tokens in paged KV cache \(([\d,]+)\)")),
+        ("kv_cache_tokens",
+         re.compile(r"\[MemUsageChange\] Allocated [\d.]+ GiB for max tokens in paged KV cache \(([\d,]+)\)")),
         ("kv_cache_gib", re.compile(r"\[MemUsageChange\] Allocated ([\d.]+) GiB for max tokens in paged KV cache")),
         ("max_concurrency", re.compile(r"max_batch_size[=:] ?([\d,]+)")),
         ("weights_gib", re.compile(r"\[MemUsageChange\] Allocated ([\d.]+) GiB for model weights")),
@@ -90,26 +91,47 @@ _FACTS: dict[str, list[tuple[str, re.Pattern[str]]]] = {
 }
 
 # ---- failures ------------------------------------------------------------------------------
+def _one_of(*alternatives: str, flags: int = 0) -> re.Pattern[str]:
+    """A pattern matching any of the regexes ``alternatives``, as one non-capturing group."""
+    return re.compile("(?:" + "|".join(alternatives) + ")", flags)
+
+
 _COMMON_FAILURES: list[tuple[FailureKind, re.Pattern[str]]] = [
-    (FailureKind.BAD_ARGUMENT, re.compile(r"error: (?:unrecognized arguments|argument [^:]+:|the following arguments are required)")),
-    (FailureKind.BAD_ARGUMENT, re.compile(r"(?:pydantic[\w.]*\.)?ValidationError: \d+ validation errors? for \w*Config")),
-    (FailureKind.PORT_IN_USE, re.compile(r"(?:\[Errno 98\]|[Aa]ddress already in use)")),
-    (FailureKind.MODEL_NOT_FOUND, re.compile(r"(?:does not appear to have a file named config\.json|Repo id must be|is not a local folder and is not a valid model identifier|RepositoryNotFoundError|OfflineModeIsEnabled|LocalEntryNotFoundError)")),
+    (FailureKind.BAD_ARGUMENT,
+     re.compile(r"error: (?:unrecognized arguments|argument [^:]+:|the following arguments are required)")),
+    (FailureKind.BAD_ARGUMENT,
+     re.compile(r"(?:pydantic[\w.]*\.)?ValidationError: \d+ validation errors? for \w*Config")),
+    (FailureKind.PORT_IN_USE, _one_of(r"\[Errno 98\]", r"[Aa]ddress already in use")),
+    (FailureKind.MODEL_NOT_FOUND, _one_of(
+        r"does not appear to have a file named config\.json", r"Repo id must be",
+        r"is not a local folder and is not a valid model identifier", r"RepositoryNotFoundError",
+        r"OfflineModeIsEnabled", r"LocalEntryNotFoundError")),
 ]
 
 _ENGINE_FAILURES: dict[str, list[tuple[FailureKind, re.Pattern[str]]]] = {
     "vllm": [
-        (FailureKind.KV_CACHE_NO_MEMORY, re.compile(r"(?:No available memory for the cache blocks|larger than the available KV cache memory|KV cache is needed, which is larger than|insufficient memory for KV cache|Not enough (?:CPU )?memory.*KV cache)", re.I)),
-        (FailureKind.GRAPH_CAPTURE, re.compile(r"(?:CUDA graph capture fail|Graph capturing failed|error during (?:cuda|hip) ?graph capture|cudaErrorStreamCapture\w*|hipErrorStreamCapture\w*)", re.I)),
-        (FailureKind.OOM_LOADING, re.compile(r"(?:OutOfMemoryError|(?:CUDA|HIP) out of memory|HIP error: out of memory|Cannot allocate memory|std::bad_alloc)")),
+        (FailureKind.KV_CACHE_NO_MEMORY, _one_of(
+            r"No available memory for the cache blocks", r"larger than the available KV cache memory",
+            r"KV cache is needed, which is larger than", r"insufficient memory for KV cache",
+            r"Not enough (?:CPU )?memory.*KV cache", flags=re.I)),
+        (FailureKind.GRAPH_CAPTURE, _one_of(
+            r"CUDA graph capture fail", r"Graph capturing failed", r"error during (?:cuda|hip) ?graph capture",
+            r"cudaErrorStreamCapture\w*", r"hipErrorStreamCapture\w*", flags=re.I)),
+        (FailureKind.OOM_LOADING, _one_of(
+            r"OutOfMemoryError", r"(?:CUDA|HIP) out of memory", r"HIP error: out of memory", r"Cannot allocate memory",
+            r"std::bad_alloc")),
     ],
     "sglang": [
-        (FailureKind.KV_CACHE_NO_MEMORY, re.compile(r"(?:Not enough memory\. Please try to increase --mem-fraction-static|max_total_num_tokens=0|KV cache pool is too small)")),
+        (FailureKind.KV_CACHE_NO_MEMORY, _one_of(
+            r"Not enough memory\. Please try to increase --mem-fraction-static", r"max_total_num_tokens=0",
+            r"KV cache pool is too small")),
         (FailureKind.GRAPH_CAPTURE, re.compile(r"(?:Capture cuda graph failed|Capture CUDA graph failed)", re.I)),
         (FailureKind.OOM_LOADING, re.compile(r"(?:OutOfMemoryError|(?:CUDA|HIP) out of memory)")),
     ],
     "trt": [
-        (FailureKind.KV_CACHE_NO_MEMORY, re.compile(r"(?:Not enough memory for KV cache|free_gpu_memory_fraction.*too (?:small|low)|kv cache.*(?:0 blocks|no free blocks))", re.I)),
+        (FailureKind.KV_CACHE_NO_MEMORY, _one_of(
+            r"Not enough memory for KV cache", r"free_gpu_memory_fraction.*too (?:small|low)",
+            r"kv cache.*(?:0 blocks|no free blocks)", flags=re.I)),
         (FailureKind.GRAPH_CAPTURE, re.compile(r"(?:CUDA graph capture failed|cuda_graph.*(?:failed|error))", re.I)),
         (FailureKind.OOM_LOADING, re.compile(r"(?:OutOfMemoryError|CUDA out of memory|out of memory)", re.I)),
     ],
@@ -182,7 +204,7 @@ def parse_startup_log(engine: str, text: str) -> StartupFacts:
                 found[field] = int(_num(m.group(1)))
             else:
                 found[field] = _num(m.group(1))
-    return StartupFacts(engine=key, failure=classify_failure(engine, text), **found)  # type: ignore[arg-type]
+    return StartupFacts.model_validate({"engine": key, "failure": classify_failure(engine, text), **found})
 
 
 def tail(text: str, lines: int = 40) -> str:

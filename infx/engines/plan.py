@@ -47,11 +47,15 @@ class PlannedPoint(BaseModel):
 
     @property
     def fingerprint(self) -> str:
-        return self.deployment.fingerprint if self.deployment else self.launch.fingerprint  # type: ignore[union-attr]
+        return self.deployment.fingerprint if self.deployment else self._launch().fingerprint
 
     @property
     def recipe(self) -> str:
-        return self.deployment.engine if self.deployment else self.launch.recipe  # type: ignore[union-attr]
+        return self.deployment.engine if self.deployment else self._launch().recipe
+
+    def _launch(self) -> Launch:
+        assert self.launch is not None, "a planned point carries its launch or its deployment"
+        return self.launch
 
     @classmethod
     def of(cls, point: Point, launch: Launch | None, config_key: str | None,
@@ -112,18 +116,19 @@ def format_plan(plan: Plan) -> str:
         if pp.deployment is not None:
             lines.extend(format_deployment(pp.deployment, index[pp.fingerprint]))
             continue
-        l = pp.launch
-        assert l is not None
-        lines.append(f"  launch #{index[l.fingerprint]}  fingerprint {l.fingerprint[:16]}  recipe {l.recipe}  runtime {l.runtime}")
-        if l.script:
-            lines.append(f"  script: {l.script}  sha256 {l.script_sha256[:16] if l.script_sha256 else '-'}"
-                         f"  lib sha256 {l.lib_sha256[:16] if l.lib_sha256 else '-'}")
-        if l.env:
-            lines.append("  env:  " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(redact_env(l.env).items())))
-        lines.append("  argv: " + shlex.join(l.argv))
-        for name in l.files:
+        launch = pp._launch()
+        lines.append(f"  launch #{index[launch.fingerprint]}  fingerprint {launch.fingerprint[:16]}  "
+                     f"recipe {launch.recipe}  runtime {launch.runtime}")
+        if launch.script:
+            script_sha = launch.script_sha256[:16] if launch.script_sha256 else "-"
+            lib_sha = launch.lib_sha256[:16] if launch.lib_sha256 else "-"
+            lines.append(f"  script: {launch.script}  sha256 {script_sha}  lib sha256 {lib_sha}")
+        if launch.env:
+            lines.append("  env:  " + _env_text(launch.env))
+        lines.append("  argv: " + shlex.join(launch.argv))
+        for name in launch.files:
             lines.append(f"  file: {name}")
-        for c in l.client:
+        for c in launch.client:
             lines.append(f"  {c[0]}: " + shlex.join(c[1:]))
     lines.append("")
     lines.append(f"{len(plan.points)} points, {len(plan.points)} launches rendered, {len(plan.groups)} distinct:")
@@ -137,16 +142,20 @@ def format_deployment(d: Deployment, number: int) -> list[str]:
     out = [f"  deployment #{number}  fingerprint {d.fingerprint[:16]}  {d.framework}  "
            f"{d.gpus()} GPU(s): prefill {d.gpus('prefill')}, decode {d.gpus('decode')}{kv}"]
     for r in d.roles:
-        l = r.launch
         out.append(f"  role {r.name} ({r.kind}) x{r.count}  {r.gpus_per_instance} GPU each  tp={r.tp} ep={r.ep}"
-                   f"{' dp-attn' if r.dp_attn else ''}  launch {l.fingerprint[:16]}")
-        if l.env:
-            out.append("    env:  " + " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(redact_env(l.env).items())))
-        out.append("    argv: " + shlex.join(l.argv))
-        for name in l.files:
+                   f"{' dp-attn' if r.dp_attn else ''}  launch {r.launch.fingerprint[:16]}")
+        if r.launch.env:
+            out.append("    env:  " + _env_text(r.launch.env))
+        out.append("    argv: " + shlex.join(r.launch.argv))
+        for name in r.launch.files:
             out.append(f"    file: {name}")
     out.extend(f"  note: {n}" for n in d.notes)
     return out
+
+
+def _env_text(env: dict[str, str]) -> str:
+    """``K=V`` pairs, sorted, secrets redacted, each value shell-quoted."""
+    return " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(redact_env(env).items()))
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -154,8 +163,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     ap.add_argument("--config-files", nargs="+", default=None, metavar="FILE",
                     help="master config files (default: the workspace's configs/*-master.yaml)")
     ap.add_argument("--runner-config", default=None, metavar="FILE", help="runners.yaml (default: the workspace's)")
-    ap.add_argument("--config-keys", nargs="+", required=True, metavar="KEY", help="catalog keys (fnmatch globs allowed)")
-    ap.add_argument("--recipes", default=None, metavar="DIR", help="recipe directory or files (default: the workspace's recipes/ over the built-in ones)")
+    ap.add_argument("--config-keys", nargs="+", required=True, metavar="KEY",
+                    help="catalog keys (fnmatch globs allowed)")
+    ap.add_argument("--recipes", default=None, metavar="DIR",
+                    help="recipe directory or files (default: the workspace's recipes/ over the built-in ones)")
     ap.add_argument("--runtime", default="local", choices=["local", "docker", "podman", "slurm"])
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--conc", nargs="+", type=int, default=None)

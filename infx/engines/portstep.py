@@ -32,7 +32,8 @@ def parse_slot(text: str) -> tuple[str, int, str]:
     return key, int(index), placeholder
 
 
-def place_ports(argv: list[str], slots: list[tuple[str, int, str]], host: str, avoid: set[int]) -> tuple[list[str], dict[str, int]]:
+def place_ports(argv: list[str], slots: list[tuple[str, int, str]], host: str,
+                avoid: set[int]) -> tuple[list[str], dict[str, int]]:
     """ARGV with a port picked now for every slot's key (one per key), and the ports picked."""
     out = list(argv)
     picked: dict[str, int] = {}

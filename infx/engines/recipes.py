@@ -18,22 +18,22 @@ Everything is validated when loaded, with ``FILE:LINE:COL`` diagnostics.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from infx.diagnostics import Diagnostic, InfxError, PathElem
+from infx.diagnostics import Diagnostic, InfxError, PathElem, Severity
 from infx.engines.expr import Expr, ExprError
 from infx.matrix.point import Point
 from infx.workspace import Workspace
 from infx.workspace import current as current_workspace
 from infx.yamlsource import YamlSource, load_yaml
 
-Scalar = Union[str, int, float, bool, None]
-ArgValue = Union[Scalar, list[Any], dict[str, Any]]
+Scalar = str | int | float | bool | None
+ArgValue = Scalar | list[Any] | dict[str, Any]
 
 #: Point fields by their row names (``dp-attn``), as recipes and diagnostics spell them.
 POINT_FIELDS: tuple[str, ...] = tuple(f.alias or n for n, f in Point.model_fields.items())
@@ -115,7 +115,7 @@ class Rule(Layer):
         return v
 
 
-StrOrList = Union[str, list[str]]
+StrOrList = str | list[str]
 
 
 class Match(_Strict):
@@ -194,7 +194,7 @@ class LoadedRecipe:
     def file(self) -> str:
         return self.src.file
 
-    def diag(self, path: Iterable[PathElem], message: str, severity: str = "error") -> Diagnostic:
+    def diag(self, path: Iterable[PathElem], message: str, severity: Severity = "error") -> Diagnostic:
         return self.src.diag(tuple(path), message, severity)
 
     def layers(self) -> list[tuple[tuple[PathElem, ...], Layer]]:
@@ -219,7 +219,7 @@ class RecipeSet:
     #: recipe source of points that no typed recipe matches.
     scripts: Any = None
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[LoadedRecipe]:
         return iter(self.recipes)
 
     def __len__(self) -> int:
@@ -302,16 +302,16 @@ def _check_expressions(loaded: LoadedRecipe) -> list[Diagnostic]:
                 continue
             unknown = sorted(n for n in e.names if n not in EXPR_NAMES)
             for n in unknown:
-                diags.append(
-                    loaded.diag(path, f"unknown name '{n}' in expression {v[1:].strip()!r} (known: {', '.join(sorted(EXPR_NAMES))})")
-                )
+                diags.append(loaded.diag(path, f"unknown name '{n}' in expression {v[1:].strip()!r} "
+                                               f"(known: {', '.join(sorted(EXPR_NAMES))})"))
     if loaded.recipe.spec_tokens is None:
         for lpath, layer in loaded.layers():
             for section in ("args", "env", "options"):
                 for k, v in getattr(layer, section).items():
                     for path, x in _walk_values(v, lpath + (section, k)):
                         if is_expr(x) and "spec_tokens" in _names(x[1:]):
-                            diags.append(loaded.diag(path, "expression uses 'spec_tokens' but the recipe sets no 'spec-tokens'"))
+                            diags.append(loaded.diag(
+                                path, "expression uses 'spec_tokens' but the recipe sets no 'spec-tokens'"))
     return diags
 
 

@@ -70,7 +70,8 @@ class _Renderer:
             self.used.update(EXPR_NAMES.get(n, ()))
         missing = sorted(n for n in e.names if n in self.env and self.env[n] is None)
         if missing:
-            self.diag(path, f"expression {source.strip()!r} uses '{missing[0]}', which point {self.point.point_id} does not have")
+            self.diag(path, f"expression {source.strip()!r} uses '{missing[0]}', "
+                            f"which point {self.point.point_id} does not have")
             return None
         try:
             return e.evaluate(self.env)
@@ -166,9 +167,12 @@ def render_launch(
     adapter = ADAPTERS[recipe.engine]
     name = loaded.name
     if point.multinode:
-        raise InfxError(loaded.diag((), f"point {point.point_id} is multinode; recipe {name} renders single-node launches only"))
+        raise InfxError(loaded.diag(
+            (), f"point {point.point_id} is multinode; recipe {name} renders single-node launches only"))
     if point.spec_decoding != "none" and recipe.spec_tokens is None:
-        raise InfxError(loaded.diag((), f"point {point.point_id} uses spec-decoding {point.spec_decoding} but recipe {name} sets no 'spec-tokens'"))
+        raise InfxError(loaded.diag(
+            (), f"point {point.point_id} uses spec-decoding {point.spec_decoding} but recipe {name} "
+                "sets no 'spec-tokens'"))
     r = _Renderer(point, loaded, recipe.spec_tokens or 0)
 
     # 1. layers
@@ -231,19 +235,20 @@ def render_launch(
         final[k] = v
     for k, v in owned.flags.items():
         rv = args.pop(k, None)
-        src_desc = owned.sources.get(k, "")
+        has = f"but point {point.point_id} has {owned.sources.get(k, '')}"
         if v is ABSENT:
             if rv is not None:
-                r.diag(a_orig[k], f"recipe {name} sets --{k} {format_scalar(rv)} but point {point.point_id} has {src_desc}")
+                r.diag(a_orig[k], f"recipe {name} sets --{k} {format_scalar(rv)} {has}")
             continue
         if rv is not None:
             if isinstance(v, dict) and isinstance(rv, dict):
                 for kk in set(v) & set(rv):
                     if not _same(v[kk], rv[kk]):
-                        r.diag(a_orig[k] + (kk,), f"recipe {name} sets --{k} {kk}={format_scalar(rv[kk])} but point {point.point_id} has {src_desc} ({kk}={format_scalar(v[kk])})")
+                        r.diag(a_orig[k] + (kk,), f"recipe {name} sets --{k} {kk}={format_scalar(rv[kk])} {has} "
+                                                  f"({kk}={format_scalar(v[kk])})")
                 v = {**v, **{kk: vv for kk, vv in rv.items() if kk not in v}}
             elif not _same(v, rv):
-                r.diag(a_orig[k], f"recipe {name} sets --{k} {format_scalar(rv)} but point {point.point_id} has {src_desc}")
+                r.diag(a_orig[k], f"recipe {name} sets --{k} {format_scalar(rv)} {has}")
         final[k] = v
     final.update(args)
     for k, v in owned.options.items():
@@ -254,7 +259,8 @@ def render_launch(
                 opts.pop(k)
             continue
         if rv is not None and not isinstance(v, dict) and not _same(v, rv):
-            r.diag(o_orig[k], f"recipe {name} sets option {k}: {format_scalar(rv)} but point {point.point_id} needs {format_scalar(v)}")
+            r.diag(o_orig[k], f"recipe {name} sets option {k}: {format_scalar(rv)} "
+                              f"but point {point.point_id} needs {format_scalar(v)}")
         if isinstance(v, dict) and isinstance(rv, dict):
             merged = copy.deepcopy(rv)
             _deep(merged, v)

@@ -16,6 +16,7 @@ dies is reported at once with its classified failure and log tail, not after the
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -83,9 +84,10 @@ def free_port(host: str = "127.0.0.1") -> int:
 def http_ok(url: str, timeout: float = 2.0) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return 200 <= resp.status < 300
+            status: int = resp.status
     except (urllib.error.URLError, OSError, ValueError):
         return False
+    return 200 <= status < 300
 
 
 def kill_group(pgid: int, grace: float = 15.0) -> None:
@@ -103,6 +105,24 @@ def kill_group(pgid: int, grace: float = 15.0) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         return
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
+    """Stop ``proc``'s process group (:func:`kill_group`) and reap ``proc``."""
+    kill_group(proc.pid, grace=grace)
+    with contextlib.suppress(subprocess.TimeoutExpired):  # pragma: no cover - SIGKILL already sent
+        proc.wait(timeout=grace)
+
+
+def read_log(path: Path, offset: int = 0) -> str:
+    """The log from byte ``offset`` on (an earlier launch's lines in the same file are not part of this
+    launch's); empty when there is no log yet."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read().decode(errors="replace")
+    except FileNotFoundError:
+        return ""
 
 
 def _group_alive(pgid: int) -> bool:
@@ -188,14 +208,7 @@ class EngineProcess:
 
     def log_text(self) -> str:
         """This launch's log (an earlier launch's lines in the same file are not part of it)."""
-        if not self.log_path:
-            return ""
-        try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(self.log_offset)
-                return fh.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
+        return read_log(self.log_path, self.log_offset) if self.log_path else ""
 
     def wait_ready(self, timeout: float = 300.0, poll: float = 0.25) -> StartupFacts:
         """Block until the readiness endpoint answers 2xx; return the start-up facts.
@@ -235,13 +248,8 @@ class EngineProcess:
 
     def stop(self, grace: float = 15.0) -> None:
         """Stop the whole process group (SIGTERM, then SIGKILL after ``grace`` s)."""
-        if self.proc is None:
-            return
-        kill_group(self.proc.pid, grace=grace)
-        try:
-            self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL already sent
-            pass
+        if self.proc is not None:
+            stop_group(self.proc, grace)
 
     def __enter__(self) -> EngineProcess:
         return self

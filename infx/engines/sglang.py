@@ -35,12 +35,14 @@ class SglangAdapter(EngineAdapter):
         o.sources["ep-size"] = f"ep={t.ep}"
         o.flags["enable-dp-attention"] = True if t.dp_attn else ABSENT
         o.flags["dp-size"] = t.tp if t.dp_attn else ABSENT
-        o.sources.update({"enable-dp-attention": f"dp-attn={str(t.dp_attn).lower()}", "dp-size": f"dp-attn={str(t.dp_attn).lower()}"})
+        dp_attn_src = f"dp-attn={str(t.dp_attn).lower()}"
+        o.sources.update({"enable-dp-attention": dp_attn_src, "dp-size": dp_attn_src})
         if t.max_model_len is not None:
             o.flags["context-length"] = t.max_model_len
             o.sources["context-length"] = f"max-model-len={t.max_model_len}"
             o.consumed.add("max-model-len")
-        spec_flags = ("speculative-algorithm", "speculative-num-steps", "speculative-eagle-topk", "speculative-num-draft-tokens")
+        spec_flags = ("speculative-algorithm", "speculative-num-steps", "speculative-eagle-topk",
+                      "speculative-num-draft-tokens")
         if t.spec_decoding != "none":
             algo = "EAGLE" if t.spec_decoding in ("mtp", "eagle") else t.spec_decoding.upper()
             o.flags.update({
@@ -56,7 +58,8 @@ class SglangAdapter(EngineAdapter):
             o.sources[f] = f"spec-decoding={t.spec_decoding}"
         o.flags["enable-hierarchical-cache"] = ABSENT
         o.flags["hicache-size"] = ABSENT
-        o.sources.update({"enable-hierarchical-cache": f"kv-offloading={t.kv_offloading}", "hicache-size": f"kv-offloading={t.kv_offloading}"})
+        kv_src = f"kv-offloading={t.kv_offloading}"
+        o.sources.update({"enable-hierarchical-cache": kv_src, "hicache-size": kv_src})
         if t.kv_offloading == "dram":
             o.consumed.add("kv-offload-backend")
             backend = t.kv_offload_backend or "hicache"

@@ -22,8 +22,12 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from infx import atomic
+
+if TYPE_CHECKING:  # numpy is imported where the weights are built, not at import time
+    from numpy.typing import ArrayLike
 
 BUILDER_VERSION = "2"
 STAMP_FILE = "infx-tiny-model.json"
@@ -57,7 +61,31 @@ CHAT_TEMPLATE = (
 
 # A fixed word list: everyday English plus the vocabulary of coding sessions, so that both
 # chat-like and agentic prompts tokenize into reasonably short sequences.
-_WORDS = ["the", "of", "and", "to", "in", "is", "that", "it", "for", "on", "with", "as", "was", "at", "by", "be", "this", "are", "from", "or", "have", "an", "not", "but", "they", "which", "you", "one", "all", "were", "we", "when", "there", "can", "more", "if", "out", "so", "what", "up", "about", "into", "has", "them", "some", "would", "other", "than", "then", "its", "only", "time", "could", "new", "these", "two", "may", "first", "any", "like", "now", "my", "such", "make", "over", "our", "even", "most", "after", "also", "did", "many", "before", "must", "through", "back", "years", "where", "much", "your", "way", "well", "down", "should", "because", "each", "just", "those", "people", "how", "too", "little", "state", "good", "very", "world", "still", "own", "see", "men", "work", "long", "get", "here", "between", "both", "life", "being", "under", "never", "day", "same", "another", "know", "while", "last", "might", "great", "old", "year", "off", "come", "since", "against", "go", "came", "right", "used", "take", "three", "small", "large", "next", "early", "young", "important", "few", "public", "bad", "same", "able", "find", "give", "tell", "ask", "user", "system", "assistant", "model", "token", "request", "response", "server", "engine", "latency", "throughput", "batch", "function", "return", "value", "class", "import", "from", "def", "self", "none", "true", "false", "string", "list", "dict", "int", "float", "file", "path", "line", "error", "warning", "test", "build", "run", "start", "stop", "wait", "ready", "health", "metrics", "cache", "memory", "read", "write", "open", "close", "print", "format", "parse", "load", "save", "config", "option", "argument", "flag", "port", "host", "data", "table", "query", "index", "key", "map", "node", "graph", "edge", "tree", "sort", "search", "merge", "split", "join", "filter", "loop", "step", "range", "count", "sum", "min", "max", "mean", "total", "rate", "time", "second", "minute", "hour", "bench", "result", "code", "change", "patch", "diff", "commit", "branch", "review", "issue", "fix", "bug", "feature", "update", "version", "release", "please", "could", "you", "help", "me", "explain", "why", "this", "fails", "and", "how", "to", "fix", "it", "quickly", "thanks", "write", "a", "short", "function", "that", "returns", "the", "sum", "of", "numbers", "in", "a", "list", "agent", "tool", "call", "plan", "task", "goal", "context", "window", "prompt", "output", "input", "stream", "chunk", "event", "apple", "river", "mountain", "cloud", "stone", "light", "shadow", "garden", "window", "music", "story", "paper", "letter"]
+_WORDS = [
+    "the", "of", "and", "to", "in", "is", "that", "it", "for", "on", "with", "as", "was", "at", "by", "be", "this",
+    "are", "from", "or", "have", "an", "not", "but", "they", "which", "you", "one", "all", "were", "we", "when",
+    "there", "can", "more", "if", "out", "so", "what", "up", "about", "into", "has", "them", "some", "would", "other",
+    "than", "then", "its", "only", "time", "could", "new", "these", "two", "may", "first", "any", "like", "now", "my",
+    "such", "make", "over", "our", "even", "most", "after", "also", "did", "many", "before", "must", "through",
+    "back", "years", "where", "much", "your", "way", "well", "down", "should", "because", "each", "just", "those",
+    "people", "how", "too", "little", "state", "good", "very", "world", "still", "own", "see", "men", "work", "long",
+    "get", "here", "between", "both", "life", "being", "under", "never", "day", "same", "another", "know", "while",
+    "last", "might", "great", "old", "year", "off", "come", "since", "against", "go", "came", "right", "used", "take",
+    "three", "small", "large", "next", "early", "young", "important", "few", "public", "bad", "same", "able", "find",
+    "give", "tell", "ask", "user", "system", "assistant", "model", "token", "request", "response", "server", "engine",
+    "latency", "throughput", "batch", "function", "return", "value", "class", "import", "from", "def", "self", "none",
+    "true", "false", "string", "list", "dict", "int", "float", "file", "path", "line", "error", "warning", "test",
+    "build", "run", "start", "stop", "wait", "ready", "health", "metrics", "cache", "memory", "read", "write", "open",
+    "close", "print", "format", "parse", "load", "save", "config", "option", "argument", "flag", "port", "host",
+    "data", "table", "query", "index", "key", "map", "node", "graph", "edge", "tree", "sort", "search", "merge",
+    "split", "join", "filter", "loop", "step", "range", "count", "sum", "min", "max", "mean", "total", "rate", "time",
+    "second", "minute", "hour", "bench", "result", "code", "change", "patch", "diff", "commit", "branch", "review",
+    "issue", "fix", "bug", "feature", "update", "version", "release", "please", "could", "you", "help", "me",
+    "explain", "why", "this", "fails", "and", "how", "to", "fix", "it", "quickly", "thanks", "write", "a", "short",
+    "function", "that", "returns", "the", "sum", "of", "numbers", "in", "a", "list", "agent", "tool", "call", "plan",
+    "task", "goal", "context", "window", "prompt", "output", "input", "stream", "chunk", "event", "apple", "river",
+    "mountain", "cloud", "stone", "light", "shadow", "garden", "window", "music", "story", "paper", "letter",
+]
 
 _PUNCT = [".", ",", "?", "!", ":", ";"]
 
@@ -112,7 +140,7 @@ def _special_ids(tokenizer_json: str) -> dict[str, int]:
     return {t["content"]: t["id"] for t in data["added_tokens"]}
 
 
-def _tokenizer_config(ids: dict[str, int]) -> dict:
+def _tokenizer_config(ids: dict[str, int]) -> dict[str, Any]:
     return {
         "added_tokens_decoder": {
             str(ids[s]): {
@@ -135,7 +163,7 @@ def _tokenizer_config(ids: dict[str, int]) -> dict:
     }
 
 
-def _model_config(ids: dict[str, int]) -> dict:
+def _model_config(ids: dict[str, int]) -> dict[str, Any]:
     return {
         "architectures": ["LlamaForCausalLM"],
         "attention_bias": False,
@@ -184,7 +212,7 @@ def _weight_shapes() -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _to_bf16_bytes(arr) -> bytes:
+def _to_bf16_bytes(arr: ArrayLike) -> bytes:
     """float32 -> bfloat16 (round to nearest even) as little-endian bytes; numpy has no bf16."""
     import numpy as np
 
@@ -206,6 +234,7 @@ def _weights_bytes() -> bytes:
     blobs: list[bytes] = []
     offset = 0
     for name, shape in sorted(_weight_shapes().items()):
+        arr: np.ndarray[Any, np.dtype[np.floating[Any]]]
         if name.endswith("norm.weight"):
             arr = np.ones(shape, dtype=np.float32)
         else:
@@ -219,7 +248,7 @@ def _weights_bytes() -> bytes:
     return len(head).to_bytes(8, "little") + head + b"".join(blobs)
 
 
-def _dumps(obj: dict) -> str:
+def _dumps(obj: dict[str, Any]) -> str:
     return json.dumps(obj, indent=2, sort_keys=True) + "\n"
 
 

@@ -44,7 +44,8 @@ class TrtAdapter(EngineAdapter):
         if t.kv_offloading == "dram":
             o.consumed.add("kv-offload-backend")
             if t.kv_offload_backend not in (None, "trt-host", "host"):
-                raise UnsupportedTopology(f"TRT-LLM adapter has no KV offload backend '{t.kv_offload_backend}' (known: host)")
+                raise UnsupportedTopology(
+                    f"TRT-LLM adapter has no KV offload backend '{t.kv_offload_backend}' (known: host)")
             o.options["kv_cache_config"] = {"host_cache_size": t.total_cpu_dram_gb * 10**9 // t.gpus}
         return o
 

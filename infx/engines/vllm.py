@@ -71,5 +71,6 @@ class VllmAdapter(EngineAdapter):
                     cfg["kv_connector_extra_config"] = {"cpu_bytes_to_use": t.total_cpu_dram_gb * 10**9 // t.gpus}
                 o.flags["kv-transfer-config"] = cfg
             else:
-                raise UnsupportedTopology(f"vLLM has no KV offload backend '{backend}' (known: native, {', '.join(_CONNECTORS)})")
+                raise UnsupportedTopology(
+                    f"vLLM has no KV offload backend '{backend}' (known: native, {', '.join(_CONNECTORS)})")
         return o

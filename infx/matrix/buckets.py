@@ -25,6 +25,8 @@ Repoint = Callable[[Row, Row], str]
 #: fields that do not change what an engine launch is (the recipe of a curve)
 NON_RECIPE_FIELDS = frozenset({"conc", "exp-name", "recipe-fingerprint", "point-id"})
 EVAL_FIELDS = frozenset({"run-eval", "eval-only", "eval-conc", "eval-all-concs"})
+#: (isl, osl) -> the named sequence families; any other pair is ``<isl>_<osl>``
+SEQ_FAMILIES: dict[tuple[int | None, int | None], str] = {(1024, 1024): "1k1k", (8192, 1024): "8k1k"}
 
 
 def canonical_json(obj: Any) -> str:
@@ -33,7 +35,8 @@ def canonical_json(obj: Any) -> str:
 
 def recipe_fingerprint(row: Row) -> str:
     """sha256 of the canonical JSON of the row minus conc, exp-name, recipe-fingerprint (and point-id)."""
-    return hashlib.sha256(canonical_json({k: v for k, v in row.items() if k not in NON_RECIPE_FIELDS}).encode()).hexdigest()
+    recipe = {k: v for k, v in row.items() if k not in NON_RECIPE_FIELDS}
+    return hashlib.sha256(canonical_json(recipe).encode()).hexdigest()
 
 
 def with_fingerprint(row: Row) -> Row:
@@ -46,7 +49,7 @@ def seq_family(row: Row) -> str:
     if row.get("scenario-type") == "agentic-coding":
         return "agentic"
     isl, osl = row.get("isl"), row.get("osl")
-    return {(1024, 1024): "1k1k", (8192, 1024): "8k1k"}.get((isl, osl), f"{isl}_{osl}")
+    return SEQ_FAMILIES.get((isl, osl), f"{isl}_{osl}")
 
 
 def is_multinode(row: Row) -> bool:
@@ -141,7 +144,8 @@ class BucketBuilder:
     def __init__(self) -> None:
         self.single: dict[str, list[Row]] = {}
         self.multi: dict[str, list[Row]] = {}
-        self.evals: dict[str, list[Row]] = {k: [] for k in ("evals", "agentic_evals", "multinode_evals", "multinode_agentic_evals")}
+        self.evals: dict[str, list[Row]] = {
+            k: [] for k in ("evals", "agentic_evals", "multinode_evals", "multinode_agentic_evals")}
         self._seen: set[tuple[str, str]] = set()
 
     def _new(self, family: str, row: Row) -> bool:
@@ -165,4 +169,5 @@ class BucketBuilder:
         self.evals[name].append(row)
 
     def build(self, metadata: ChangelogMetadata) -> ChangelogMatrix:
-        return ChangelogMatrix(single_node=self.single, multi_node=self.multi, changelog_metadata=metadata, **self.evals)
+        return ChangelogMatrix(single_node=self.single, multi_node=self.multi, changelog_metadata=metadata,
+                               **self.evals)

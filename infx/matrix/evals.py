@@ -50,7 +50,8 @@ def arm_label(g: Gen) -> str:
         p, d = r["prefill"], r["decode"]
         topo = f"p{p['num-worker']}x{p['tp']} d{d['num-worker']}x{d['tp']}"
     else:
-        topo = f"tp{r['tp']}" + (f" ep{r['ep']}" if r.get("ep", 1) != 1 else "") + (" dp-attn" if r.get("dp-attn") else "")
+        ep = f" ep{r['ep']}" if r.get("ep", 1) != 1 else ""
+        topo = f"tp{r['tp']}{ep}" + (" dp-attn" if r.get("dp-attn") else "")
     extra = []
     if "isl" in r:
         extra.append(f"{r['isl']}/{r['osl']}")
@@ -102,7 +103,7 @@ def mark_evals(gens: list[Gen], include_agentic: bool) -> list[str]:
             g.row["run-eval"] = False
     if include_agentic:
         for kind in ("agentic-sn", "agentic-mn"):
-            for rows in _groups(gens, kind).values():  # type: ignore[arg-type]
+            for rows in _groups(gens, kind).values():
                 top = max(rows, key=lambda g: _max_conc(g.row))  # max() keeps the first on ties
                 top.row["run-eval"] = True
                 if kind == "agentic-mn":
@@ -111,7 +112,7 @@ def mark_evals(gens: list[Gen], include_agentic: bool) -> list[str]:
 
 
 def _max_conc(row: dict[str, Any]) -> int:
-    c = row["conc"]
+    c: int | list[int] = row["conc"]  # a list on multinode rows
     return max(c) if isinstance(c, list) else c
 
 

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from infx.catalog.identity import EntryIdentity
+
 ScenarioType = Literal["fixed-seq-len", "agentic-coding"]
 
 
@@ -44,15 +46,9 @@ class Worker(_Model):
         return self.num_worker * self.tp * self.pp * self.pcp_size
 
 
-class Point(_Model):
+class Point(_Model, EntryIdentity):
     """One matrix row, typed. ``point_id`` is its stable identity (exp-names collide)."""
 
-    image: str
-    model: str
-    model_prefix: str = Field(alias="model-prefix")
-    precision: str
-    framework: str
-    runner: str
     spec_decoding: str = Field("none", alias="spec-decoding")
     scenario_type: ScenarioType = Field("fixed-seq-len", alias="scenario-type")
     exp_name: str = Field(alias="exp-name")

@@ -47,7 +47,8 @@ def scenario_field(config_files: Sequence[str | Path], runner_config: str | Path
     out: dict[str, Any] = {}
     for key in resolve_keys(catalog, list(config_keys)):
         sc = catalog.entries[key].scenarios
-        fixed = {(f.isl, f.osl): getattr(f, field) for f in sc.fixed_seq_len if getattr(f, field)}
+        fixed: dict[tuple[int | None, int | None], Any] = {
+            (f.isl, f.osl): getattr(f, field) for f in sc.fixed_seq_len if getattr(f, field)}
         agentic = next((getattr(a, field) for a in sc.agentic_coding if getattr(a, field)), None)
         if not fixed and agentic is None:
             continue

@@ -29,7 +29,19 @@ _EXPORTS = {
     "MemoryReport": "infx.preflight.verdict",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CardSet",
+    "Check",
+    "KvCapacityComparison",
+    "MemoryReport",
+    "PointVerdict",
+    "PreflightOptions",
+    "compare_kv_capacity",
+    "load_cards",
+    "predict_kv_capacity",
+    "preflight_points",
+]
+assert sorted(_EXPORTS) == __all__, "every lazy export is listed once"
 
 
 def __getattr__(name: str) -> Any:

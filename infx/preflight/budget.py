@@ -85,7 +85,8 @@ def engine_budget(settings: EngineSettings, capacity: int, static_bytes: int, dy
     if settings.kv_cache_bytes.value is not None:
         kv = int(settings.kv_cache_bytes.value)
         return Budget(
-            rule=f"vllm: --{settings.kv_cache_bytes.name} fixes the KV cache at {gb(kv)}; non-KV + KV <= {gb(capacity)}",
+            rule=f"vllm: --{settings.kv_cache_bytes.name} fixes the KV cache at {gb(kv)}; "
+                 f"non-KV + KV <= {gb(capacity)}",
             budget_bytes=capacity - kv,
             kv_pool_bytes=kv,
         )

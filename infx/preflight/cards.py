@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -44,7 +44,8 @@ def _kebab(name: str) -> str:
 
 
 class _Card(BaseModel):
-    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True, alias_generator=_kebab, populate_by_name=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True, alias_generator=_kebab,
+                              populate_by_name=True)
 
 
 class Provenance(_Card):
@@ -109,7 +110,8 @@ class Weights(Provenance):
             return self.checkpoint[precision], f"{precision} checkpoint", self.estimate
         if self.parameters and precision in self.bytes_per_param:
             b = self.bytes_per_param[precision]
-            return int(round(self.parameters * b)), f"{self.parameters / 1e9:,.1f}B params x {b:g} B ({precision})", self.estimate
+            how = f"{self.parameters / 1e9:,.1f}B params x {b:g} B ({precision})"
+            return int(round(self.parameters * b)), how, self.estimate
         by_prec = [c for c in self.checkpoints.values() if c.precision == precision]
         if by_prec:  # another checkpoint of the same precision: the largest, so the gate never under-counts
             c = max(by_prec, key=lambda c: c.bytes)
@@ -122,7 +124,8 @@ class Weights(Provenance):
 
     @property
     def precisions(self) -> list[str]:
-        return sorted(set(self.checkpoint) | set(self.bytes_per_param) | {c.precision for c in self.checkpoints.values()})
+        named = {c.precision for c in self.checkpoints.values()}
+        return sorted(set(self.checkpoint) | set(self.bytes_per_param) | named)
 
 
 class Moe(Provenance):
@@ -222,7 +225,7 @@ class Table(Provenance):
     offload: Offload | None = None
 
 
-LAUNCH_QUANTITIES: tuple[str, ...] = LaunchQuantity.__args__  # type: ignore[attr-defined]
+LAUNCH_QUANTITIES: tuple[str, ...] = get_args(LaunchQuantity)
 
 
 class Buffer(Provenance):
@@ -253,7 +256,8 @@ class Buffer(Provenance):
             names = e.names
             unknown = sorted(set(names) - set(LAUNCH_QUANTITIES))
             if unknown:
-                raise ValueError(f"unknown name(s) {', '.join(unknown)} in buffer formula (known: {', '.join(LAUNCH_QUANTITIES)})")
+                raise ValueError(f"unknown name(s) {', '.join(unknown)} in buffer formula "
+                                 f"(known: {', '.join(LAUNCH_QUANTITIES)})")
             # Evaluated here, on sample launch values, so a formula that can never work (1/0, a
             # string, an overflow) names its line in the card, not the gate that uses it.
             try:
@@ -390,7 +394,8 @@ _C = TypeVar("_C", bound=_Card)
 
 
 def _load_kind(
-    folder: Path, kind: str, load: Callable[[Path], _C], key: Callable[[_C], str], diags: list[Diagnostic], files: dict[str, str]
+    folder: Path, kind: str, load: Callable[[Path], _C], key: Callable[[_C], str], diags: list[Diagnostic],
+    files: dict[str, str],
 ) -> dict[str, _C]:
     """Every ``*.y*ml`` card in ``folder`` by its key (file order); each load error or repeated key
     goes to ``diags``, each card's file to ``files["KIND:KEY"]``."""
@@ -403,7 +408,8 @@ def _load_kind(
             continue
         name = key(card)
         if name in cards:
-            diags.append(Diagnostic(f"{kind} card '{name}' already defined in {files[f'{kind}:{name}']}", str(path), 1, 1))
+            first = files[f"{kind}:{name}"]
+            diags.append(Diagnostic(f"{kind} card '{name}' already defined in {first}", str(path), 1, 1))
             continue
         cards[name] = card
         files[f"{kind}:{name}"] = str(path)

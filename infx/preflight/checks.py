@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infx.matrix.evals import NON_ARM_FIELDS
 from infx.matrix.point import Point
 from infx.preflight.launchargs import EngineSettings
 from infx.preflight.verdict import Check, Status
-from infx.yamlsource import YamlSource, load_yaml
+from infx.yamlsource import KeyPath, YamlSource, load_yaml
 
 PLACEHOLDER = re.compile(r"\b(TBD|TODO|FIXME)\b")
 DEFAULT_FANOUT = 2.0
@@ -46,10 +47,12 @@ def concurrency_headroom(point: Point, settings: EngineSettings, fanout: float) 
     worst = worst_in_flight(point, conc, fanout)
     cap = settings.max_num_seqs.value
     how = f"conc {conc} x fan-out {fanout:g}" if point.is_agentic else f"conc {conc}"
-    details: dict[str, Any] = {"cap": cap, "cap_source": settings.max_num_seqs.describe() if cap else None, "worst_in_flight": worst}
+    details: dict[str, Any] = {"cap": cap, "cap_source": settings.max_num_seqs.describe() if cap else None,
+                               "worst_in_flight": worst}
     if cap is None:
         return Check(name="concurrency-headroom", status="ok", details=details,
-                     message=f"no fixed sequence cap (engine derives it at start-up); worst case {worst} in flight ({how})")
+                     message=f"no fixed sequence cap (engine derives it at start-up); "
+                             f"worst case {worst} in flight ({how})")
     if int(cap) < worst:
         return Check(name="concurrency-headroom", status="warn", details=details,
                      message=f"sequence cap {settings.max_num_seqs.describe()} < worst-case {worst} in flight ({how}): "
@@ -69,20 +72,28 @@ def graph_ceiling(point: Point, settings: EngineSettings, fanout: float) -> Chec
     seqs = min(in_flight, int(cap)) if cap else in_flight
     spec = int(settings.spec_tokens.value or 0)
     largest = seqs * (1 + spec)
-    details = {"ceiling_tokens": ceiling, "largest_batch_tokens": largest, "ceiling_source": settings.graph_ceiling.describe()}
+    details = {"ceiling_tokens": ceiling, "largest_batch_tokens": largest,
+               "ceiling_source": settings.graph_ceiling.describe()}
     if int(ceiling) < largest:
         return Check(name="cuda-graph-ceiling", status="warn", details=details,
                      message=f"capture ceiling {settings.graph_ceiling.describe()} tokens < largest decode batch "
                              f"{largest} = {seqs} seqs x (1 + {spec} spec tokens): bigger batches run without graphs")
     return Check(name="cuda-graph-ceiling", status="ok", details=details,
-                 message=f"capture ceiling {settings.graph_ceiling.describe()} tokens covers the largest decode batch {largest}")
+                 message=f"capture ceiling {settings.graph_ceiling.describe()} tokens covers the largest decode batch "
+                         f"{largest}")
 
 
-def arm_key(point: Point) -> tuple[tuple[str, Any], ...]:
+#: Row fields that never tell two arms apart: the matrix stage's, and the changelog's recipe fingerprint.
+ARM_FREE_FIELDS = NON_ARM_FIELDS | {"recipe-fingerprint"}
+#: A topology arm: the row's other fields, sorted, each with its value's repr.
+ArmKey = tuple[tuple[str, str], ...]
+
+
+def arm_key(point: Point) -> ArmKey:
     """Everything that distinguishes two topology arms: the row without concurrency, names, ids
     and eval flags."""
     row = point.to_row()
-    for k in ("conc", "exp-name", "point-id", "run-eval", "eval-only", "eval-conc", "eval-all-concs", "recipe-fingerprint"):
+    for k in ARM_FREE_FIELDS:
         row.pop(k, None)
     return tuple(sorted((k, repr(v)) for k, v in row.items()))
 
@@ -92,7 +103,7 @@ def eval_coverage(points: Sequence[Point], evals: str) -> dict[str, Check]:
     out: dict[str, Check] = {}
     if evals == "none":
         return out
-    arms: dict[tuple, list[Point]] = defaultdict(list)
+    arms: dict[ArmKey, list[Point]] = defaultdict(list)
     for p in points:
         arms[arm_key(p)].append(p)
     for members in arms.values():
@@ -133,10 +144,10 @@ class Hit:
         return f"{self.file}:{self.line}:{self.col}: {self.text!r}" + (" (comment)" if self.in_comment else "")
 
 
-def _data_hits(src: YamlSource, root: tuple = ()) -> list[Hit]:
+def _data_hits(src: YamlSource, root: KeyPath = ()) -> list[Hit]:
     hits: list[Hit] = []
 
-    def walk(node: Any, path: tuple) -> None:
+    def walk(node: Any, path: KeyPath) -> None:
         if isinstance(node, dict):
             for k, v in node.items():
                 if isinstance(k, str) and PLACEHOLDER.search(k):
@@ -207,7 +218,7 @@ class PlaceholderScan:
                 continue
             keys = list(src.data)
             lines = text.splitlines()
-            starts = []
+            starts: list[int] = []
             for k in keys:
                 line = src.positions.get((k,), (1, 1))[0]  # where the entry's value starts
                 floor = starts[-1] + 1 if starts else 1
@@ -251,7 +262,8 @@ class PlaceholderScan:
             hits += self.by_recipe_file.get(str(Path(recipe_file).resolve()), [])
         launch_hits = [v for v in launch_values if PLACEHOLDER.search(v)]
         if not hits and not launch_hits:
-            return Check(name="placeholders", status="ok", message="no TBD/TODO/FIXME in catalog entry, recipe, changelog or launch")
+            return Check(name="placeholders", status="ok",
+                         message="no TBD/TODO/FIXME in catalog entry, recipe, changelog or launch")
         status: Status = "fail" if launch_hits or any(not h.in_comment for h in hits) else "warn"
         parts = [f"launch argument {v!r}" for v in launch_hits[:3]] + [str(h) for h in hits[:5]]
         more = len(hits) + len(launch_hits) - len(parts)

@@ -195,8 +195,8 @@ def derive_card(model_dir: str | Path, *, prefix: str | None = None, model: str 
         1 if cfg.get("shared_expert_intermediate_size") else 0)
     moe_inter = _first(cfg, "moe_intermediate_size", "expert_intermediate_size", "intermediate_size")
     dense_layers = int(cfg.get("first_k_dense_replace") or 0)
-    mlp_only = cfg.get("mlp_only_layers") if isinstance(cfg.get("mlp_only_layers"), list) else []
-    moe_layers = max(layers - dense_layers - len(mlp_only), 0)
+    mlp_only = cfg.get("mlp_only_layers")
+    moe_layers = max(layers - dense_layers - (len(mlp_only) if isinstance(mlp_only, list) else 0), 0)
 
     # Checkpoint bytes: the index's total_size, else the shards' headers.
     index_path = root / "model.safetensors.index.json"
@@ -236,7 +236,8 @@ def derive_card(model_dir: str | Path, *, prefix: str | None = None, model: str 
     moe: dict[str, Any] | None = None
     if isinstance(experts, int) and experts > 1 and isinstance(per_tok, int) and per_tok > 0:
         if expert_bytes and total_bytes:
-            frac, est, how = expert_bytes / total_bytes, False, "routed-expert tensor bytes / checkpoint bytes (safetensors headers)"
+            frac, est = expert_bytes / total_bytes, False
+            how = "routed-expert tensor bytes / checkpoint bytes (safetensors headers)"
         else:
             params = _estimate_params(cfg, layers, hidden, heads, experts, moe_inter, moe_layers, dense_layers)
             exp_params = moe_layers * experts * 3 * hidden * int(moe_inter or 0)
@@ -257,7 +258,8 @@ def derive_card(model_dir: str | Path, *, prefix: str | None = None, model: str 
         "model-prefix": key,
         "model": name,
         "dtype": dtype,
-        "sources": [f"derived by `infx cards derive` from {cfg_path}" + (f" and {bytes_source}" if bytes_source else "")],
+        "sources": [f"derived by `infx cards derive` from {cfg_path}"
+                    + (f" and {bytes_source}" if bytes_source else "")],
         "weights": weights,
     }
     if moe:

@@ -24,14 +24,20 @@ from infx.preflight.verdict import Check, MemoryReport, PointVerdict, worst
 
 
 class LaunchLike(Protocol):
-    """What the gate reads from :class:`infx.engines.render.Launch`."""
+    """What the gate reads from a :class:`~infx.engines.launch.Launch` or a deployment (read only)."""
 
-    engine: str
-    image: str
-    argv: list[str]
-    env: dict[str, str]
-    fingerprint: str
-    recipe: str
+    @property
+    def engine(self) -> str: ...
+    @property
+    def image(self) -> str: ...
+    @property
+    def argv(self) -> list[str]: ...
+    @property
+    def env(self) -> dict[str, str]: ...
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def recipe(self) -> str: ...
 
 
 @dataclass
@@ -57,11 +63,11 @@ def node_facts(runners: Any, runner: str) -> NodeFacts | None:
         facts = hw.get(f"cluster:{runner}")  # a fleet named by its cluster label (gb200-nv -> cluster:gb200-nv)
         runner = f"cluster:{runner}" if facts is not None else runner
     if facts is None:
-        found = set()
+        found: set[tuple[int, int, int | None, str]] = set()  # (DRAM MiB, GPUs/node, nodes, fleet key)
         for node in (getattr(runners, "labels", {}) or {}).get(runner, []):
             key = _fleet_key(hw, node)
             f = hw.get(key) if key else None
-            if f is None:
+            if key is None or f is None:
                 found = set()
                 break
             found.add((f.available_cpu_dram_mib, f.gpus_per_node, getattr(f, "nodes", None), key))
@@ -72,8 +78,9 @@ def node_facts(runners: Any, runner: str) -> NodeFacts | None:
             nodes, src = (counted.pop() if len(counted) == 1 and len({x[3] for x in found}) == 1 else (None, None))
             return NodeFacts(gpus_per_node=gpn, available_dram_bytes=mib * MIB, nodes=nodes, nodes_source=src)
         return None
+    nodes = getattr(facts, "nodes", None)
     return NodeFacts(gpus_per_node=facts.gpus_per_node, available_dram_bytes=facts.available_cpu_dram_mib * MIB,
-                     nodes=getattr(facts, "nodes", None), nodes_source=runner if getattr(facts, "nodes", None) else None)
+                     nodes=nodes, nodes_source=runner if nodes else None)
 
 
 def _fleet_key(hw: Mapping[str, Any], node: str) -> str | None:
@@ -93,7 +100,8 @@ def _fleet_key(hw: Mapping[str, Any], node: str) -> str | None:
 def runner_check(runners: Any, point: Point, hw: HardwareCard | None) -> Check:
     labels = getattr(runners, "labels", None) if runners is not None else None
     problems = []
-    if labels is not None and point.runner not in labels and point.runner not in (getattr(runners, "hardware", {}) or {}):
+    fleets = getattr(runners, "hardware", {}) or {}
+    if labels is not None and point.runner not in labels and point.runner not in fleets:
         problems.append(f"runner label '{point.runner}' is not in runners.yaml")
     if hw is None:
         problems.append(f"no hardware card matches runner '{point.runner}' (cards/hardware/)")
@@ -192,16 +200,19 @@ def preflight_points(
                 settings = None
             if settings is not None:
                 if point.multinode:
-                    checks.append(Check(name="memory", status="skip", message="multinode points: memory check not modelled"))
+                    checks.append(Check(name="memory", status="skip",
+                                        message="multinode points: memory check not modelled"))
                 else:
                     memory = check_memory(point, settings, cards.model_for(point.model_prefix), hw,
-                                          node_facts(runners, point.runner), runtime_overhead_bytes=opts.runtime_overhead_bytes)
+                                          node_facts(runners, point.runner),
+                                          runtime_overhead_bytes=opts.runtime_overhead_bytes)
                     checks.append(Check(name="memory", status=memory.status, message=memory_summary(memory)))
                 checks.append(concurrency_headroom(point, settings, opts.fanout))
                 checks.append(graph_ceiling(point, settings, opts.fanout))
         if placeholders is not None:
             key = (config_keys or {}).get(point.point_id)
-            rfile = getattr(launch, "recipe_file", None) or (recipe_files or {}).get(getattr(launch, "recipe", "") or "")
+            rfile = (getattr(launch, "recipe_file", None)
+                     or (recipe_files or {}).get(getattr(launch, "recipe", "") or ""))
             values = [image, *(launch.argv if launch else []), *((launch.env or {}).values() if launch else [])]
             checks.append(placeholders.check(key, rfile, values))
         if point.point_id in evals:
@@ -226,7 +237,8 @@ def _render(point: Point, recipes: Any) -> LaunchLike:
     return render_launch(point, recipes)
 
 
-def predict_kv_capacity(point: Point, launch: LaunchLike, cards: CardSet | None = None, *, runners: Any = None) -> int | None:
+def predict_kv_capacity(point: Point, launch: LaunchLike, cards: CardSet | None = None, *,
+                        runners: Any = None) -> int | None:
     """KV-cache capacity in tokens the engine should report at start-up for this launch (vLLM:
     "GPU KV cache size: N tokens"), or None when the model card lacks an attention shape or the
     KV size cannot be predicted (e.g. vLLM-CPU without an explicit KV cache size)."""

@@ -87,10 +87,12 @@ def pin_check(image: str) -> Check:
         return Check(name="image-pinned", status="ok", message=f"pinned by digest {ref.digest[:19]}...")
     tag = ref.tag
     if tag is None:
-        return Check(name="image-pinned", status="fail", message=f"'{image}' has no tag (means 'latest'): pin a release, commit or digest")
+        return Check(name="image-pinned", status="fail",
+                     message=f"'{image}' has no tag (means 'latest'): pin a release, commit or digest")
     low = tag.lower()
     if low in _MOVING:
-        return Check(name="image-pinned", status="fail", message=f"'{image}': tag '{tag}' moves; pin a release, commit or digest")
+        return Check(name="image-pinned", status="fail",
+                     message=f"'{image}': tag '{tag}' moves; pin a release, commit or digest")
     for m in _COMMIT.finditer(low):
         if re.search(r"[a-f]", m.group(1)) and re.search(r"[0-9]", m.group(1)):
             return Check(name="image-pinned", status="ok", message=f"tag names commit {m.group(1)[:12]}")
@@ -100,7 +102,8 @@ def pin_check(image: str) -> Check:
         return Check(name="image-pinned", status="ok", message=f"tag '{tag}' names a release")
     if re.search(r"(?:^|[-_.])\d{4}(?:$|[-_.])", low):
         return Check(name="image-pinned", status="warn",
-                     message=f"'{image}': tag '{tag}' carries a short date but no year, commit or release; pin a digest")
+                     message=f"'{image}': tag '{tag}' carries a short date but no year, commit or release; "
+                             "pin a digest")
     if low.split("-")[0] in _MOVING or low.split("_")[0] in _MOVING:
         return Check(name="image-pinned", status="fail",
                      message=f"'{image}': tag '{tag}' is a moving channel without a commit, release or date")
@@ -163,7 +166,7 @@ def resolve_digest(image: str, *, mirrors: dict[str, str] | None = None, timeout
                 req.add_header("Authorization", f"Bearer {token}")
             try:
                 with urllib.request.urlopen(req, timeout=timeout) as resp:
-                    digest = resp.headers.get("Docker-Content-Digest")
+                    digest: str | None = resp.headers.get("Docker-Content-Digest")
                     if digest:
                         return digest
                     if method == "GET":
@@ -174,14 +177,16 @@ def resolve_digest(image: str, *, mirrors: dict[str, str] | None = None, timeout
                     if token:
                         break
                 if exc.code == 404:
-                    raise RegistryError(f"{ref.registry} has no manifest for {ref.repository}:{ref.reference} (404)") from None
+                    raise RegistryError(
+                        f"{ref.registry} has no manifest for {ref.repository}:{ref.reference} (404)") from None
                 if method == "HEAD" and exc.code in (405, 501):
                     continue
                 raise RegistryError(f"{ref.registry} answered {exc.code} {exc.reason} for {url}") from None
             except (urllib.error.URLError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 raise RegistryError(f"cannot reach {ref.registry} ({url}): {reason}") from None
-            except (ValueError, http.client.HTTPException) as exc:  # InvalidURL: a non-numeric port, a control character
+            # InvalidURL: a non-numeric port, a control character
+            except (ValueError, http.client.HTTPException) as exc:
                 raise RegistryError(f"bad registry URL {url!r}: {exc}") from None
         else:
             break
@@ -202,7 +207,10 @@ def _bearer_token(challenge: str, timeout: float) -> str | None:
             body = json.loads(resp.read().decode("utf-8"))
     except (urllib.error.URLError, OSError, ValueError):
         return None
-    return body.get("token") or body.get("access_token")
+    if not isinstance(body, dict):  # not a token response
+        return None
+    token = body.get("token") or body.get("access_token")
+    return str(token) if token else None
 
 
 def verify_image(image: str, lock: ImagesLock | None, *, mirrors: dict[str, str] | None = None,
@@ -230,4 +238,5 @@ def verify_image(image: str, lock: ImagesLock | None, *, mirrors: dict[str, str]
     if got != recorded:
         return Check(name="image-digest", status="fail", details=details,
                      message=f"digest mismatch for '{image}': registry has {got}, recorded {recorded}")
-    return Check(name="image-digest", status="ok", details=details, message=f"registry digest matches the recorded {got[:19]}...")
+    return Check(name="image-digest", status="ok", details=details,
+                 message=f"registry digest matches the recorded {got[:19]}...")

@@ -20,8 +20,8 @@ from infx.preflight.units import GIB
 Source = Literal["argv", "env", "default", "point", "card", "unknown"]
 
 # Short spellings some engines accept, mapped to the long name.
-_SHORT = {"tp": "tensor-parallel-size", "pp": "pipeline-parallel-size", "dp": "data-parallel-size", "o": "compilation-config",
-          "cc": "compilation-config"}
+_SHORT = {"tp": "tensor-parallel-size", "pp": "pipeline-parallel-size", "dp": "data-parallel-size",
+          "o": "compilation-config", "cc": "compilation-config"}
 
 
 def parse_argv(argv: Sequence[str]) -> dict[str, str | bool]:
@@ -132,7 +132,8 @@ class EngineSettings:
     # --enable-dp-attention (attention TP = tp / dp inside the tp GPUs); TRT-LLM's enable_attention_dp.
     dp: Setting = field(default_factory=lambda: Setting(1, "default"))
     dp_attention: Setting = field(default_factory=lambda: Setting(False, "default"))
-    expert_parallel: Setting = field(default_factory=lambda: Setting(1, "default"))  # EP size (vLLM: DP x TP when enabled)
+    # EP size (vLLM: DP x TP when enabled)
+    expert_parallel: Setting = field(default_factory=lambda: Setting(1, "default"))
     # SGLang's prefill context parallelism: --attn-cp-size attention CP ranks inside --tp-size, each
     # holding the whole attention (attention TP = tp / dp / attn_cp) and, after the KV all-gather, the
     # whole sequence's KV: one pool's worth of tokens, replicated, not attn_cp pools.
@@ -144,7 +145,8 @@ class EngineSettings:
     def dp_within_tp(self) -> bool:
         """Attention data parallelism inside the TP group (SGLang, TRT-LLM, ATOM's --enable-dp-attention),
         as opposed to vLLM's data-parallel ranks of TP GPUs each."""
-        return bool(self.dp_attention.value) and (self.engine != "vllm" or self.dp_attention.name == "enable-dp-attention")
+        return bool(self.dp_attention.value) and (
+            self.engine != "vllm" or self.dp_attention.name == "enable-dp-attention")
 
     @property
     def gpus(self) -> int:
@@ -190,20 +192,18 @@ class EngineSettings:
 
 
 def _int(args: Mapping[str, str | bool], *names: str) -> tuple[int, str] | None:
-    for n in names:
-        v = args.get(n)
-        if v is not None and not isinstance(v, bool):
-            try:
-                f = float(v)
-            except ValueError:
-                raise ValueError(f"--{n} expects a number, got {v!r}") from None
-            if not math.isfinite(f) or abs(f) >= 2**63:  # inf, NaN, 1e999, a 400-digit count
-                raise ValueError(f"--{n} expects a finite number, got {str(v)[:40]!r}")
-            return int(f), n
-    return None
+    found = _number(args, names, bound=2**63)  # 1e999 and a 400-digit count are no count either
+    return None if found is None else (int(found[0]), found[1])
 
 
 def _float(args: Mapping[str, str | bool], *names: str) -> tuple[float, str] | None:
+    return _number(args, names)
+
+
+def _number(args: Mapping[str, str | bool], names: tuple[str, ...],
+            bound: float = math.inf) -> tuple[float, str] | None:
+    """The value of the first of ``names`` the argv sets with a value (a bare flag does not count), and
+    that name. Not a number, not finite (inf, NaN) or not below ``bound`` in size: ValueError naming the flag."""
     for n in names:
         v = args.get(n)
         if v is not None and not isinstance(v, bool):
@@ -211,13 +211,14 @@ def _float(args: Mapping[str, str | bool], *names: str) -> tuple[float, str] | N
                 f = float(v)
             except ValueError:
                 raise ValueError(f"--{n} expects a number, got {v!r}") from None
-            if not math.isfinite(f):
+            if not math.isfinite(f) or abs(f) >= bound:
                 raise ValueError(f"--{n} expects a finite number, got {str(v)[:40]!r}")
             return f, n
     return None
 
 
-def _pick(found: tuple[Any, str] | None, default: Any, default_source: Source = "default", default_name: str = "") -> Setting:
+def _pick(found: tuple[Any, str] | None, default: Any, default_source: Source = "default",
+          default_name: str = "") -> Setting:
     if found is not None:
         return Setting(found[0], "argv", found[1])
     if default_source == "card" and not default_name:
@@ -305,7 +306,8 @@ def _engine_settings(
         kvd = _pick(_str(args, "kv-cache-dtype"), "auto")
         kvb = Setting(None, "unknown")
         dp = _pick(_int(args, "dp-size", "dp", "data-parallel-size"), 1)
-        dpa = Setting(True, "argv", "enable-dp-attention") if args.get("enable-dp-attention") is True else Setting(False, "default")
+        dpa = (Setting(True, "argv", "enable-dp-attention") if args.get("enable-dp-attention") is True
+               else Setting(False, "default"))
         epn = _pick(_int(args, "ep-size", "ep", "expert-parallel-size"), 1)
         acp = _pick(_int(args, "attn-cp-size"), 1)
     elif fam == "trt":
@@ -327,8 +329,8 @@ def _engine_settings(
         else:
             graph = Setting(None, "unknown", "no cuda_graph_config")
         kv_cfg = opts.get("kv_cache_config") or {}
-        kvd = Setting(kv_cfg["dtype"], "argv", "extra-options kv_cache_config") if isinstance(kv_cfg, dict) and kv_cfg.get("dtype") \
-            else Setting("auto", "default")
+        kvd = (Setting(kv_cfg["dtype"], "argv", "extra-options kv_cache_config")
+               if isinstance(kv_cfg, dict) and kv_cfg.get("dtype") else Setting("auto", "default"))
         kvb = Setting(None, "unknown")
         dp = Setting(1, "default")
         if opts.get("enable_attention_dp") is True or args.get("enable-attention-dp") is True:
@@ -358,7 +360,8 @@ def _engine_settings(
             try:
                 kvb = Setting(int(env["VLLM_CPU_KVCACHE_SPACE"]) * GIB, "env", "VLLM_CPU_KVCACHE_SPACE")
             except ValueError:
-                raise ValueError(f"VLLM_CPU_KVCACHE_SPACE must be an integer number of GiB, got {env['VLLM_CPU_KVCACHE_SPACE']!r}") from None
+                raise ValueError("VLLM_CPU_KVCACHE_SPACE must be an integer number of GiB, "
+                                 f"got {env['VLLM_CPU_KVCACHE_SPACE']!r}") from None
         else:
             kvb = Setting(None, "unknown")
         dp = _pick(_int(args, "data-parallel-size"), 1)
@@ -423,7 +426,8 @@ def _sglang_chunked_default(capacity_bytes: int | None) -> int:
     return 16384
 
 
-def _vllm_graph_ceiling(args: Mapping[str, str | bool], device_kind: str, max_num_seqs: int, spec: int, mnbt: int) -> Setting:
+def _vllm_graph_ceiling(args: Mapping[str, str | bool], device_kind: str, max_num_seqs: int, spec: int,
+                        mnbt: int) -> Setting:
     """Largest CUDA-graph capture size in tokens, as vLLM 0.32 resolves it."""
     if device_kind == "cpu":
         return Setting(None, "default", "cpu: no CUDA graphs")

@@ -24,12 +24,12 @@ from infx.preflight.budget import (
 from infx.preflight.cards import DTYPE_BYTES, Buffer, HardwareCard, ModelCard, Table
 from infx.preflight.launchargs import EngineSettings, json_arg, truthy
 from infx.preflight.units import GB, MIB, gb, gib
-from infx.preflight.verdict import MemoryLine, MemoryReport, Status
+from infx.preflight.verdict import MemoryLine, MemoryReport, Status, Where
 
 WARN_MARGIN_FRACTION = 0.05  # warn when less than 5% of the budget is left and KV size is unknown
 
 
-class Findings(list):
+class Findings(list[str]):
     """Everything the check found out; ``problems`` are the ones behind a warn or fail status."""
 
     def __init__(self) -> None:
@@ -142,14 +142,14 @@ def check_memory(
     conc = concurrency if concurrency is not None else max(point.concs)
     tp = max(int(settings.tp.value or 1), 1)
     pp = max(int(settings.pp.value or 1), 1)
-    shards = tp * pp
     cpu = settings.device_kind == "cpu"
     gpu: list[MemoryLine] = []
     host: list[MemoryLine] = []
     status: Status = "ok"
 
     def report(**kw: object) -> MemoryReport:
-        return MemoryReport(findings=list(findings), problems=findings.problems, settings=_settings_dict(settings), **kw)  # type: ignore[arg-type]
+        return MemoryReport.model_validate({"findings": list(findings), "problems": findings.problems,
+                                            "settings": _settings_dict(settings), **kw})
 
     if card is None:
         findings.problem(f"memory unverifiable: no card for '{point.model_prefix}' "
@@ -171,9 +171,11 @@ def check_memory(
     spec_on = (point.spec_decoding not in (None, "", "none")) or int(settings.spec_tokens.value or 0) > 0
     unloaded = 0 if spec_on else sum(d.bytes for d in card.speculative.values() if d.in_checkpoint and d.bytes)
     if unloaded:
-        findings.append(f"draft layers in the checkpoint ({gb(unloaded)}) are not loaded: the launch does not decode speculatively")
+        findings.append(f"draft layers in the checkpoint ({gb(unloaded)}) are not loaded: "
+                        "the launch does not decode speculatively")
     base = total - in_ckpt_tables - unloaded
-    where = "host" if cpu else "gpu"
+    where: Where = "host" if cpu else "gpu"
+    resident = host if cpu else gpu  # where the weights, draft, buffers and runtime live
     attn_tp = settings.attention_tp
     server_gpus = settings.gpus
     dense_shards, expert_shards = attn_tp * pp, server_gpus
@@ -191,7 +193,8 @@ def check_memory(
                     f"other dense {gb(rest)} and routed experts {gb(expert)} ({frac:.1%}) / {server_gpus} GPUs")
         else:
             per_gpu = dense // dense_shards + expert // expert_shards
-            par = (f"DP {settings.dp.value} x TP {tp} = " if settings.engine == "vllm" and int(settings.dp.value or 1) > 1 else "")
+            dp_ranks = settings.engine == "vllm" and int(settings.dp.value or 1) > 1
+            par = f"DP {settings.dp.value} x TP {tp} = " if dp_ranks else ""
             note = (f"{how_total} {gb(total)}: dense {gb(dense)} / (attention TP {attn_tp} x PP {pp}) + routed experts "
                     f"{gb(expert)} ({frac:.1%}) / {par}{server_gpus} GPUs")
         estimate = total_estimate or card.moe.estimate
@@ -206,7 +209,7 @@ def check_memory(
         note += f" (checkpoint {gb(total)} less in-checkpoint tables)"
     if unloaded:
         note += f" (less {gb(unloaded)} of unloaded draft layers)"
-    (host if cpu else gpu).append(MemoryLine(component="weights", bytes=per_gpu, where=where, estimate=estimate, note=note))
+    resident.append(MemoryLine(component="weights", bytes=per_gpu, where=where, estimate=estimate, note=note))
     # Tables, where the launched argv puts them.
     for t in card.tables:
         on_host, why = table_on_host(t, settings)
@@ -216,8 +219,9 @@ def check_memory(
             host.append(MemoryLine(component=f"{t.name} table", bytes=per_server, where="host", estimate=t.estimate,
                                    note=f"{why}; whole table per server ({gib(per_server)})"))
         else:
+            split = f" / TP {tp}" if t.shard == "tp" else " replicated"
             gpu.append(MemoryLine(component=f"{t.name} table", bytes=per_gpu, where="gpu", estimate=t.estimate,
-                                  note=f"{why}; {gib(t.total)}" + (f" / TP {tp}" if t.shard == "tp" else " replicated")))
+                                  note=f"{why}; {gib(t.total)}{split}"))
     # Speculative draft weights.
     spec = point.spec_decoding
     if spec and spec != "none":
@@ -225,8 +229,8 @@ def check_memory(
         if draft is None:
             findings.append(f"model card has no '{spec}' draft entry: draft weights not counted")
         elif not draft.in_checkpoint and draft.bytes:
-            (host if cpu else gpu).append(MemoryLine(component=f"{spec} draft weights", bytes=draft.bytes // tp, where=where,
-                                                     estimate=draft.estimate, note=f"{gb(draft.bytes)} / TP {tp}"))
+            resident.append(MemoryLine(component=f"{spec} draft weights", bytes=draft.bytes // tp, where=where,
+                                       estimate=draft.estimate, note=f"{gb(draft.bytes)} / TP {tp}"))
     # Buffers from the card's formulas on the launch settings.
     for b in card.buffers:
         try:
@@ -243,8 +247,8 @@ def check_memory(
         if b.per == "tp-shard":
             size /= tp
             how += f" / TP {tp}"
-        (host if cpu else gpu).append(MemoryLine(component=f"{b.name} buffer", bytes=int(size), where=where,
-                                                 estimate=b.estimate, note=f"{how} = {gib(size)}"))
+        resident.append(MemoryLine(component=f"{b.name} buffer", bytes=int(size), where=where,
+                                   estimate=b.estimate, note=f"{how} = {gib(size)}"))
     # KV bytes per token on one GPU (the transfer buffers and the KV pool both need it).
     kv_bpt = None
     if card.attention is not None:
@@ -258,15 +262,16 @@ def check_memory(
         findings.extend(found)
     overhead = runtime_overhead_bytes
     if overhead is None:
-        overhead = CPU_RUNTIME_OVERHEAD_BYTES if cpu else RUNTIME_OVERHEAD_BYTES.get(settings.engine, RUNTIME_OVERHEAD_BYTES["vllm"])
-    (host if cpu else gpu).append(MemoryLine(component="runtime overhead", bytes=overhead, where=where, estimate=True,
-                                             note=RUNTIME_OVERHEAD_NOTE if not cpu else "Python + torch + engine process (estimate)"))
+        overhead = (CPU_RUNTIME_OVERHEAD_BYTES if cpu
+                    else RUNTIME_OVERHEAD_BYTES.get(settings.engine, RUNTIME_OVERHEAD_BYTES["vllm"]))
+    resident.append(MemoryLine(component="runtime overhead", bytes=overhead, where=where, estimate=True,
+                               note=RUNTIME_OVERHEAD_NOTE if not cpu else "Python + torch + engine process (estimate)"))
 
     kv_name = str(settings.kv_cache_dtype.value or "auto").lower()
     if card.kv_dtypes and _dtype_family(kv_name) not in {_dtype_family(d) for d in card.kv_dtypes}:
         status = "warn"
-        findings.problem(f"KV cache dtype '{kv_name}' ({settings.kv_cache_dtype.describe()}) is not among the model card's "
-                         f"KV dtype options ({', '.join(card.kv_dtypes)})")
+        findings.problem(f"KV cache dtype '{kv_name}' ({settings.kv_cache_dtype.describe()}) is not among the model "
+                         f"card's KV dtype options ({', '.join(card.kv_dtypes)})")
     max_len = settings.max_model_len.value
     seq_len = scenario_seq_len(point, settings)
 
@@ -287,7 +292,8 @@ def check_memory(
         status = "fail"
         findings.problem(f"needs {_summary(gpu, settings.engine)} per GPU but the budget is {gb(budget.budget_bytes)}: "
                         f"short by {gb(-margin)}; the engine dies at start-up (OOM or no memory for the KV cache)")
-    if budget.reserve_bytes is not None and budget.reserve_needed_bytes is not None and budget.reserve_needed_bytes > budget.reserve_bytes:
+    if (budget.reserve_bytes is not None and budget.reserve_needed_bytes is not None
+            and budget.reserve_needed_bytes > budget.reserve_bytes):
         status = _worse(status, "warn")
         findings.problem(f"buffers + runtime ({gb(budget.reserve_needed_bytes)}) exceed SGLang's reserve "
                         f"capacity x (1 - mem_fraction_static) = {gb(budget.reserve_bytes)}: OOM risk in prefill")
@@ -295,7 +301,8 @@ def check_memory(
     seqs_fit = None
     if margin >= 0 and kv_pool <= 0:
         status = "fail"
-        findings.problem(f"nothing left for the KV cache ({gb(kv_pool)}): the engine fails with no memory for the cache blocks")
+        findings.problem(f"nothing left for the KV cache ({gb(kv_pool)}): "
+                         "the engine fails with no memory for the cache blocks")
     if kv_pool > 0 and kv_bpt:
         kv_tokens = kv_pool // kv_bpt
         if max_len and kv_tokens < int(max_len):
@@ -306,7 +313,8 @@ def check_memory(
             else:  # SGLang / TRT-LLM cap the longest admissible request at the pool instead
                 status = _worse(status, "warn")
                 findings.problem(f"KV pool {gb(kv_pool)} holds {kv_tokens:,} tokens, less than one max-length sequence "
-                                 f"({settings.max_model_len.describe_tokens()}): requests longer than the pool are rejected")
+                                 f"({settings.max_model_len.describe_tokens()}): "
+                                 "requests longer than the pool are rejected")
         if seq_len:
             replicas = settings.attention_replicas  # DP attention: one pool per rank, each serving its share
             seqs_fit = kv_tokens * replicas / seq_len
@@ -314,8 +322,8 @@ def check_memory(
                 findings.append(f"KV pool per attention DP rank: {kv_tokens:,} tokens x {replicas} ranks")
             if point.scenario_type == "fixed-seq-len" and seqs_fit < conc:
                 status = _worse(status, "warn")
-                findings.problem(f"only {seqs_fit:.1f} sequences of {seq_len:,} tokens fit in the KV pool at concurrency {conc}: "
-                                f"requests will be preempted")
+                findings.problem(f"only {seqs_fit:.1f} sequences of {seq_len:,} tokens fit in the KV pool "
+                                 f"at concurrency {conc}: requests will be preempted")
     elif margin >= 0 and kv_bpt is None and budget.budget_bytes and margin < WARN_MARGIN_FRACTION * budget.budget_bytes:
         status = _worse(status, "warn")
         findings.problem(f"only {gb(margin)} left for the KV cache ({margin / budget.budget_bytes:.1%} of the budget); "
@@ -363,7 +371,8 @@ def _cpu_report(point: Point, settings: EngineSettings, card: ModelCard, gpu: li
         kv_tokens = int(kv) // kv_bpt
         if max_len and kv_tokens < int(max_len):
             status = "fail"
-            findings.problem(f"KV cache {gb(kv)} holds {kv_tokens:,} tokens, less than one max-length sequence ({int(max_len):,})")
+            findings.problem(f"KV cache {gb(kv)} holds {kv_tokens:,} tokens, "
+                             f"less than one max-length sequence ({int(max_len):,})")
         if seq_len:
             seqs_fit = kv_tokens / seq_len
     return MemoryReport(
@@ -397,7 +406,8 @@ def _host_check(point: Point, host: list[MemoryLine], node: NodeFacts | None,
     per_node = per_server * servers
     if per_node > node.available_dram_bytes:
         findings.problem(f"host memory: {gib(per_server)} per server x {servers} servers per node = {gib(per_node)} "
-                        f"exceeds the node's {gib(node.available_dram_bytes)} ({node.available_dram_bytes // MIB:,} MiB)")
+                         f"exceeds the node's {gib(node.available_dram_bytes)} "
+                         f"({node.available_dram_bytes // MIB:,} MiB)")
         return "fail", per_server, servers, per_node
     findings.append(f"host memory: {gib(per_server)} per server x {servers} servers per node = {gib(per_node)} "
                     f"of {gib(node.available_dram_bytes)}")

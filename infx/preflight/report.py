@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -67,7 +67,7 @@ def point_panel(v: PointVerdict) -> Group:
     t.add_column("detail", overflow="fold")
     for c in v.checks:
         t.add_row(c.name, _status(c.status), c.message)
-    parts: list = [head, t]
+    parts: list[RenderableType] = [head, t]
     reports: list[tuple[str, MemoryReport]] = []
     if v.memory is not None:
         reports.append(("", v.memory))
@@ -109,7 +109,8 @@ def summary_table(verdicts: Sequence[PointVerdict]) -> Table:
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,._]*(?:\s?(?:GB|MB|GiB|TB|%))?(?![\w])")
 _ROLE = re.compile(r"^\w+ x\d+ \([^)]*\):\s*")
 _POINT_ID = re.compile(r"\bpoint [0-9a-f]{8,}\b")
-_FIELDS = re.compile(r"\s*\([^()]*=[^()]*\)")  # "(model-prefix=..., hardware=...)": one row per reason, not per field set
+# "(model-prefix=..., hardware=...)": one row per reason, not per field set
+_FIELDS = re.compile(r"\s*\([^()]*=[^()]*\)")
 
 
 def reason_key(check: str, message: str) -> str:
@@ -187,8 +188,10 @@ def print_report(verdicts: Sequence[PointVerdict], console: Console | None = Non
     console.print(verdict_table(verdicts))
     mc = memory_coverage(verdicts)
     checked = mc["ok"] + mc["warn"] + mc["fail"]
-    console.print(f"memory: {checked} of {len(verdicts)} rows checked ({mc['ok']} ok, {mc['warn']} warn, {mc['fail']} fail), "
-                  f"{mc['unverifiable']} unverifiable (no card), {mc['not checked']} not checked (no launch to read)")
+    console.print(f"memory: {checked} of {len(verdicts)} rows checked ({mc['ok']} ok, {mc['warn']} warn, "
+                  f"{mc['fail']} fail), {mc['unverifiable']} unverifiable (no card), "
+                  f"{mc['not checked']} not checked (no launch to read)")
     n = {s: sum(1 for v in verdicts if v.status == s) for s in ("ok", "warn", "fail")}
+    estimates = any(v.memory and any(x.estimate for x in v.memory.gpu + v.memory.host) for v in verdicts)
     console.print(f"{len(verdicts)} points: {n['ok']} ok, {n['warn']} warn, {n['fail']} fail"
-                  + ("  (* = estimate)" if any(v.memory and any(x.estimate for x in v.memory.gpu + v.memory.host) for v in verdicts) else ""))
+                  + ("  (* = estimate)" if estimates else ""))

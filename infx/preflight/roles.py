@@ -37,8 +37,9 @@ def capacity_check(point: Point, deployment: Any, runners: Any, gpus_per_node: i
         n = len([r for r in deployment.roles if r.kind in ("prefill", "decode")])
         return Check(name="capacity", status="ok", message=f"{n} CPU worker(s) on this host", details={"gpus": gpus})
     if not gpus_per_node:
-        return Check(name="capacity", status="warn", message=f"capacity unknown: deployment takes {gpus} GPU(s); runner "
-                     f"'{point.runner}' has no gpus-per-node in runners.yaml", details={"gpus": gpus})
+        return Check(name="capacity", status="warn", details={"gpus": gpus},
+                     message=f"capacity unknown: deployment takes {gpus} GPU(s); runner "
+                             f"'{point.runner}' has no gpus-per-node in runners.yaml")
     need_nodes = math.ceil(gpus / gpus_per_node) if gpus else 1
     msg = f"deployment takes {gpus} GPU(s) = {need_nodes} node(s) x {gpus_per_node}"
     details = {"gpus": gpus, "nodes": need_nodes, "gpus_per_node": gpus_per_node, "fleet_nodes": nodes}
@@ -132,6 +133,7 @@ def role_checks(point: Point, deployment: Any, cards: Any, hw: Any, runners: Any
         if role.kind not in ("prefill", "decode"):
             continue
         worker = point.prefill if role.kind == "prefill" else point.decode
+        assert worker is not None, "a deployment's prefill and decode roles are rendered from the point's workers"
         rp = role_point(point, worker)
         try:
             settings = engine_settings(
@@ -151,10 +153,9 @@ def role_checks(point: Point, deployment: Any, cards: Any, hw: Any, runners: Any
             mem = unverifiable_knobs(mem, knobs)
         if mem.device == "cpu":
             host.append((role.name, mem.needed_bytes * role.count, mem.budget_bytes))
+        on = "on the CPU" if mem.device == "cpu" else f"{role.gpus_per_instance} GPU each"
         checks.append(Check(name=f"memory:{role.name}", status=mem.status,
-                            message=f"{role.name} x{role.count} ("
-                                    + ("on the CPU" if mem.device == "cpu" else f"{role.gpus_per_instance} GPU each") + "): "
-                                    + memory_summary(mem) + _transfer_summary(mem),
+                            message=f"{role.name} x{role.count} ({on}): {memory_summary(mem)}{_transfer_summary(mem)}",
                             details={"memory": mem.model_dump(mode="json")}))
     if len(host) > 1:  # every CPU role runs on this one host: their sum must fit it too
         need, budget = sum(h[1] for h in host), max(h[2] for h in host)

@@ -21,7 +21,7 @@ from typing import Any
 
 from infx.preflight.launchargs import EngineSettings, json_arg
 from infx.preflight.units import MIB, gib
-from infx.preflight.verdict import MemoryLine
+from infx.preflight.verdict import MemoryLine, Where
 
 COMPONENT = "KV-transfer buffer"
 VLLM_KV_BUFFER_SIZE_DEFAULT = 10**9  # vllm/config/kv_transfer.py KVTransferConfig.kv_buffer_size
@@ -43,8 +43,8 @@ def transfer_buffers(settings: EngineSettings, kv_bytes_per_token: int | None) -
     return [], []
 
 
-def _line(size: float, where: str, note: str, estimate: bool = False) -> MemoryLine:
-    return MemoryLine(component=COMPONENT, bytes=int(size), where=where, note=note, estimate=estimate)  # type: ignore[arg-type]
+def _line(size: float, where: Where, note: str, estimate: bool = False) -> MemoryLine:
+    return MemoryLine(component=COMPONENT, bytes=int(size), where=where, note=note, estimate=estimate)
 
 
 def _vllm(settings: EngineSettings, cpu: bool) -> tuple[list[MemoryLine], list[str]]:
@@ -53,9 +53,10 @@ def _vllm(settings: EngineSettings, cpu: bool) -> tuple[list[MemoryLine], list[s
         return [], []
     connector = str(cfg.get("kv_connector", ""))
     device = str(cfg.get("kv_buffer_device") or ("cpu" if cpu else "cuda")).lower()
-    where = "host" if cpu or device == "cpu" else "gpu"
+    where: Where = "host" if cpu or device == "cpu" else "gpu"
     if connector == "ExampleConnector":
-        return [_line(0, where, "ExampleConnector: KV goes through files in its shared directory (disk, not memory)")], []
+        return [_line(0, where, "ExampleConnector: KV goes through files in its shared directory "
+                                "(disk, not memory)")], []
     if connector.startswith("P2pNccl"):
         size = float(cfg.get("kv_buffer_size", VLLM_KV_BUFFER_SIZE_DEFAULT))
         src = "kv_buffer_size" if "kv_buffer_size" in cfg else "vLLM's default kv_buffer_size"
@@ -73,7 +74,7 @@ def _vllm(settings: EngineSettings, cpu: bool) -> tuple[list[MemoryLine], list[s
 def _trt(cfg: Any, kv_bpt: int | None, cpu: bool) -> tuple[list[MemoryLine], list[str]]:
     if not isinstance(cfg, dict):
         return [], []
-    where = "host" if cpu else "gpu"
+    where: Where = "host" if cpu else "gpu"
     backend = cfg.get("backend", "DEFAULT")
     lines: list[MemoryLine] = []
     findings: list[str] = []
@@ -85,11 +86,12 @@ def _trt(cfg: Any, kv_bpt: int | None, cpu: bool) -> tuple[list[MemoryLine], lis
         findings.append(f"TRT-LLM max_tokens_in_buffer {int(tokens):,}: KV bytes per token unknown, buffer not counted")
     else:
         size = int(tokens) * kv_bpt
-        lines.append(_line(size, where, f"TRT-LLM {backend}: max_tokens_in_buffer {int(tokens):,} x {kv_bpt:,} B KV/token "
-                                        f"= {gib(size)}"))
+        lines.append(_line(size, where, f"TRT-LLM {backend}: max_tokens_in_buffer {int(tokens):,} x {kv_bpt:,} "
+                                        f"B KV/token = {gib(size)}"))
     bounce = int(cfg.get("kv_cache_bounce_size_mb") or 0)
     if bounce:
-        lines.append(_line(2 * bounce * MIB, where, f"TRT-LLM bounce buffer: 2 regions (send, receive) x {bounce:,} MiB"))
+        lines.append(_line(2 * bounce * MIB, where,
+                           f"TRT-LLM bounce buffer: 2 regions (send, receive) x {bounce:,} MiB"))
     if not lines and not findings:
         lines.append(_line(0, where, f"TRT-LLM {backend}: no transfer buffer configured"))
     return lines, findings

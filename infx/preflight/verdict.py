@@ -33,12 +33,16 @@ class Check(_Model):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
+#: Where a memory line is held: on each GPU, or in the host memory of each server.
+Where = Literal["gpu", "host"]
+
+
 class MemoryLine(_Model):
     """One component of the per-GPU (or per-server host) memory breakdown."""
 
     component: str
     bytes: int
-    where: Literal["gpu", "host"]
+    where: Where
     note: str = ""
     estimate: bool = False
 

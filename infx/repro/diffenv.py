@@ -2,7 +2,8 @@
 
 Groups: ``versions`` (Python, infx, lm-eval, the engine server's own version when it is not just its
 distribution's, and every installed distribution), ``script`` (a scripted launch's bench script path and
-sha256 and each sourced lib's sha256; nothing for recipe launches), ``argv`` (the launch's port-free argv, flag by flag),
+sha256 and each sourced lib's sha256; nothing for recipe launches), ``argv`` (the launch's port-free argv,
+flag by flag),
 ``env`` (the launch's env, then the engine-relevant process env), ``image`` (reference, digest, runtime),
 ``hardware`` (the inventory's static facts), ``load`` (the load profile), ``inputs`` (dataset, trace,
 tokenizer and chat-template digests), ``point`` (the catalog row) and ``workspace`` (git commit, dirty).

@@ -55,7 +55,7 @@ def parse_nvidia_smi_q(text: str) -> tuple[list[GpuInfo], str | None, str | None
     """``nvidia-smi -q``: (GPUs, driver version, CUDA version). The format is indented ``Key : Value`` lines
     with sections (``FB Memory Usage``, ``Max Clocks``...) and one block per GPU headed ``GPU <bus id>``."""
     driver = cuda = None
-    gpus: list[GpuInfo] = []
+    gpus: list[dict[str, Any]] = []
     cur: dict[str, Any] | None = None
     stack: list[tuple[int, str]] = []  # (indent, section) of the current GPU block
     for raw in text.splitlines():
@@ -66,7 +66,7 @@ def parse_nvidia_smi_q(text: str) -> tuple[list[GpuInfo], str | None, str | None
         m = re.match(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])$", line)
         if m and indent == 0:
             cur = {"pci_bus_id": m.group(1)}
-            gpus.append(cur)  # type: ignore[arg-type]
+            gpus.append(cur)
             stack = []
             continue
         key, sep, value = line.partition(":")
@@ -98,10 +98,9 @@ def parse_nvidia_smi_q(text: str) -> tuple[list[GpuInfo], str | None, str | None
             cur["max_sm_clock_mhz"] = _int(value)
         elif section == "Max Clocks" and key == "Memory":
             cur["max_memory_clock_mhz"] = _int(value)
-        elif section in ("GPU Power Readings", "Power Readings") and key in ("Default Power Limit",
-                                                                            "Max Power Limit"):
-            if key == "Default Power Limit" or "power_limit_w" not in cur:
-                cur["power_limit_w"] = _float(value)
+        elif section in ("GPU Power Readings", "Power Readings") and (
+                key == "Default Power Limit" or (key == "Max Power Limit" and "power_limit_w" not in cur)):
+            cur["power_limit_w"] = _float(value)
     out = []
     for i, g in enumerate(gpus):
         g.pop("minor", None)
@@ -169,7 +168,7 @@ def parse_ip_link(text: str) -> list[NicInfo]:
 
 
 def parse_ibv_devinfo(text: str) -> list[IbDevice]:
-    devs: list[IbDevice] = []
+    devs: list[dict[str, Any]] = []
     cur: dict[str, Any] | None = None
     port: dict[str, str] = {}
 
@@ -185,7 +184,7 @@ def parse_ibv_devinfo(text: str) -> list[IbDevice]:
         if key == "hca_id":
             close_port()
             cur = {"hca_id": value, "ports": []}
-            devs.append(cur)  # type: ignore[arg-type]
+            devs.append(cur)
         elif cur is None:
             continue
         elif key in ("fw_ver", "board_id"):

@@ -7,7 +7,7 @@ it back with that model, so a field the sweep adds travels without this stage kn
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,7 +15,7 @@ from infx.engines.launch import Launch
 from infx.results.layout import StartupSummary
 from infx.telemetry.session import TelemetryOptions
 
-PAYLOAD_KIND = "infx-repro-bundle"
+PAYLOAD_KIND: Final = "infx-repro-bundle"
 PAYLOAD_VERSION = 1
 
 

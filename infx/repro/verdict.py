@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -56,6 +56,19 @@ class MetricVerdict(BaseModel):
     verdict: Verdict
     trials_needed: int | None = None  # inconclusive: more trials per side that would decide
     text: str = ""
+
+
+class _Sides(TypedDict):
+    """The fields of a :class:`MetricVerdict` that describe both sides, whatever the verdict."""
+
+    metric: str
+    label: str
+    original: float | None
+    rerun: float | None
+    trials_original: int
+    trials_rerun: int
+    method_original: str | None
+    method_rerun: str | None
 
 
 class ReproVerdict(BaseModel):
@@ -113,9 +126,9 @@ def compare_point(original: Path, rerun: Path, *, margin: float = DEFAULT_MARGIN
     out: list[MetricVerdict] = []
     for key, (label, better) in FIGURES.items():
         eo, er = sa.get(key), sb.get(key)
-        base = dict(metric=key, label=label, original=eo.mean if eo else None, rerun=er.mean if er else None,
-                    trials_original=eo.n if eo else 0, trials_rerun=er.n if er else 0,
-                    method_original=eo.method if eo else None, method_rerun=er.method if er else None)
+        base = _Sides(metric=key, label=label, original=eo.mean if eo else None, rerun=er.mean if er else None,
+                      trials_original=eo.n if eo else 0, trials_rerun=er.n if er else 0,
+                      method_original=eo.method if eo else None, method_rerun=er.method if er else None)
         if eo is None or er is None:
             side = "either side" if eo is None and er is None else "the original" if eo is None else "the rerun"
             out.append(MetricVerdict(**base, verdict="inconclusive", text=f"inconclusive: {side} has no {label}"))

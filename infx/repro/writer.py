@@ -91,7 +91,8 @@ def build_payload(point_dir: Path, ctx: BundleContext) -> BundlePayload:
     proc_env, pnames = redact_env(engine_env())
     redacted += [f"process:{n}" for n in pnames]
     result = _read_json(point_dir / RESULT_FILE)
-    config = result.get("config") if isinstance(result.get("config"), dict) else {}
+    raw_config = result.get("config")
+    config: dict[str, Any] = raw_config if isinstance(raw_config, dict) else {}
     server_version = ctx.startup.engine_version if ctx.startup else None
     return BundlePayload(
         run_id=ctx.run_id, point_id=ctx.point.point_id, written_at=time.time(), host=socket.gethostname(),
@@ -228,7 +229,8 @@ def _load(load: BaseModel | None, config: dict[str, Any]) -> LoadSection | None:
     if load is None:
         return None
     profile = load.model_dump(mode="json")
-    key = load.key() if callable(getattr(load, "key", None)) else None  # type: ignore[attr-defined]
+    key_of = getattr(load, "key", None)  # the sweep's LoadProfile names its load (a stage above this one)
+    key = key_of() if callable(key_of) else None
     return LoadSection(profile=profile, key=key, seed=config.get("seed", profile.get("seed")),
                        warmup_requests=config.get("warmup_requests"), num_prompts=config.get("num_prompts"),
                        concurrency=config.get("concurrency"))

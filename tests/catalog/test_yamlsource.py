@@ -31,7 +31,7 @@ def _same(a: object, b: object) -> bool:
     if isinstance(a, dict):
         return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)  # type: ignore[index]
     if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))  # type: ignore[arg-type]
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))  # type: ignore[arg-type]
     return a == b
 
 
@@ -77,7 +77,8 @@ def test_yaml11_plain_scalars_match_safe_load() -> None:
 def test_quoted_and_block_scalars_stay_strings() -> None:
     text = 'a: "1_000"\nb: \'yes\'\nc: |\n  12\nd: >\n  null\ne: "~"\n'
     fast, full = _both(text)
-    assert fast.data == full.data == yaml.safe_load(text) == {"a": "1_000", "b": "yes", "c": "12\n", "d": "null\n", "e": "~"}
+    expected = {"a": "1_000", "b": "yes", "c": "12\n", "d": "null\n", "e": "~"}
+    assert fast.data == full.data == yaml.safe_load(text) == expected
 
 
 def test_positions_of_every_node_and_key() -> None:
@@ -179,7 +180,8 @@ _scalar = st.one_of(
     st.none(),
     st.text(alphabet="ab1_:.-+ yx0oeE~", max_size=8),
 )
-_key = st.one_of(st.sampled_from(YAML11_SCALARS), st.integers(-50, 50), st.text(alphabet="ab1_:.-", min_size=1, max_size=6))
+_key = st.one_of(st.sampled_from(YAML11_SCALARS), st.integers(-50, 50),
+                 st.text(alphabet="ab1_:.-", min_size=1, max_size=6))
 _tree = st.recursive(_scalar, lambda kids: st.one_of(st.lists(kids, max_size=4),
                                                      st.dictionaries(_key, kids, max_size=4)), max_leaves=25)
 
@@ -224,7 +226,8 @@ def test_load_yaml_reports_a_missing_file(tmp_path: Path) -> None:
 def test_numbers_no_input_can_mean_are_refused_at_their_line(scalar: str) -> None:
     with pytest.raises(InfxError) as exc:
         parse_yaml(f"a: 1\nb: [2, {scalar}]\n", "f.yaml")
-    assert str(exc.value).startswith("f.yaml:2:") and ("not finite" in str(exc.value) or "out of range" in str(exc.value))
+    msg = str(exc.value)
+    assert msg.startswith("f.yaml:2:") and ("not finite" in msg or "out of range" in msg)
 
 
 def test_alias_bomb_is_refused_at_the_alias_line() -> None:

@@ -57,7 +57,8 @@ def test_valid_append_of_the_seed_entry(seeded_repo: tuple[GitRepo, str]) -> Non
     rows = report.matrix.single_node["agentic"]
     names = sorted(r["exp-name"] for r in rows)
     assert len(rows) == 16
-    assert names == sorted(f"dsv41flash_tp{tp}_conc{c}_kvnone_spec-mtp" for tp in (2, 4) for c in (1, 2, 4, 8, 16, 32, 64, 128))
+    concs = (1, 2, 4, 8, 16, 32, 64, 128)
+    assert names == sorted(f"dsv41flash_tp{tp}_conc{c}_kvnone_spec-mtp" for tp in (2, 4) for c in concs)
     assert all(len(r["recipe-fingerprint"]) == 64 for r in rows)
     # one fingerprint per TP arm: conc and exp-name do not change the recipe
     assert len({r["recipe-fingerprint"] for r in rows}) == 2
@@ -76,7 +77,8 @@ def test_valid_append_through_the_ci_module(seeded_repo: tuple[GitRepo, str]) ->
                            "--head-ref", head], cwd=repo.path, check=False, capture_output=True, text=True,
                           env={**os.environ, "GITHUB_EVENT_NAME": "push"})
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith(f"Validated {LOG}: final newline present and matrix generated (1 new entry; 16 throughput rows")
+    assert proc.stdout.startswith(
+        f"Validated {LOG}: final newline present and matrix generated (1 new entry; 16 throughput rows")
 
 
 def test_pr_link_only_correction_is_accepted(seeded_repo: tuple[GitRepo, str]) -> None:
@@ -108,7 +110,8 @@ def test_entry_inserted_in_the_middle(seeded_repo: tuple[GitRepo, str]) -> None:
     new = old[:at] + seed_entry() + b"\n" + old[at:]
     head = repo.commit({LOG: new})
     (err,) = rejected(repo, base, head)
-    assert err.startswith(f"{LOG}:8:1: error: entry #2 [{SEED_KEY}]: new entry inserted before historical entry #2 (base line 8)")
+    assert err.startswith(
+        f"{LOG}:8:1: error: entry #2 [{SEED_KEY}]: new entry inserted before historical entry #2 (base line 8)")
     assert "appended at the end" in err
 
 
@@ -219,7 +222,8 @@ def test_correction_must_be_canonical_and_semantic(seeded_repo: tuple[GitRepo, s
     old = real_changelog()
     head = repo.commit({LOG: old.replace(b"/pull/2305/changes\n", b"/pull/2305\n")})
     (err,) = rejected(repo, base, head)
-    assert "pr-link reformatted without a semantic change" in err and err.startswith(f"{LOG}:{line_of(old, b'/pull/2305/changes')}:")
+    assert "pr-link reformatted without a semantic change" in err
+    assert err.startswith(f"{LOG}:{line_of(old, b'/pull/2305/changes')}:")
     head = repo.commit({LOG: old.replace(b"/pull/XXX\n", b"/pull/2633/files\n")})
     (err,) = rejected(repo, base, head)
     assert "corrected pr-link 'https://github.com/SemiAnalysisAI/InferenceX/pull/2633/files' is not canonical" in err
@@ -230,7 +234,8 @@ def test_pull_request_link_rules(seeded_repo: tuple[GitRepo, str]) -> None:
     head = repo.commit({LOG: appended()})
     gate(repo, base, head, pr=PullRequestContext(number=3326))  # its own link
     (err,) = rejected(repo, base, head, pr=PullRequestContext(number=3400))
-    assert "must be this pull request's link 'https://github.com/SemiAnalysisAI/InferenceX/pull/3400' or the placeholder 'XXX'" in err
+    assert ("must be this pull request's link 'https://github.com/SemiAnalysisAI/InferenceX/pull/3400' "
+            "or the placeholder 'XXX'") in err
     bare = repo.commit({LOG: appended().replace(b"https://github.com/SemiAnalysisAI/InferenceX/pull/3326\n", b"XXX\n")})
     gate(repo, base, bare, pr=PullRequestContext(number=3400))
     placeholder = repo.commit({LOG: appended().replace(b"/pull/3326\n", b"/pull/XXX\n")})
@@ -246,8 +251,9 @@ def test_pr_number_from_github_event(tmp_path: Path) -> None:
            "GITHUB_REPOSITORY": "fork/InferenceX"}
     ctx = PullRequestContext.from_env(env=env)
     assert ctx == PullRequestContext(number=3326, repo_slug="acme/infx")
-    assert PullRequestContext.from_env(env={"GITHUB_EVENT_NAME": "pull_request", "GITHUB_REF": "refs/pull/12/merge"}).number == 12
-    assert PullRequestContext.from_env(env={"GITHUB_EVENT_NAME": "push", "GITHUB_REF": "refs/pull/12/merge"}).number is None
+    pull_12 = "refs/pull/12/merge"
+    assert PullRequestContext.from_env(env={"GITHUB_EVENT_NAME": "pull_request", "GITHUB_REF": pull_12}).number == 12
+    assert PullRequestContext.from_env(env={"GITHUB_EVENT_NAME": "push", "GITHUB_REF": pull_12}).number is None
     assert PullRequestContext.from_env(7, env=env).number == 7
 
 
@@ -260,15 +266,17 @@ def test_ci_module_reads_the_pull_request_event(seeded_repo: tuple[GitRepo, str]
     env = {**os.environ, "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event)}
     proc = subprocess.run(cmd, cwd=repo.path, check=False, capture_output=True, text=True, env=env)
     assert proc.returncode == 2 and "must be this pull request's link" in proc.stderr and "/pull/3400'" in proc.stderr
-    proc = subprocess.run([*cmd, "--pr-number", "3326"], cwd=repo.path, check=False, capture_output=True, text=True, env=env)
+    proc = subprocess.run([*cmd, "--pr-number", "3326"], cwd=repo.path, check=False, capture_output=True, text=True,
+                          env=env)
     assert proc.returncode == 0, proc.stderr
 
 
 def test_cli_rejection_exit_code_and_diagnostic(seeded_repo: tuple[GitRepo, str]) -> None:
     repo, base = seeded_repo
     head = repo.commit({LOG: real_changelog() + b"\n\n" + seed_entry()})
-    proc = subprocess.run([sys.executable, "-m", "infx", "changelog", "validate", "--base-ref", base, "--head-ref", head,
-                           "--repo", str(repo.path)], check=False, capture_output=True, text=True, cwd=REPO_ROOT)
+    proc = subprocess.run([sys.executable, "-m", "infx", "changelog", "validate", "--base-ref", base,
+                           "--head-ref", head, "--repo", str(repo.path)],
+                          check=False, capture_output=True, text=True, cwd=REPO_ROOT)
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"{LOG}:") and f"entry #{N + 1}" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -59,7 +59,8 @@ def repo_with(git_repo: GitRepo):  # type: ignore[no-untyped-def]
 
     def make(base_master: dict[str, Any], head_master: dict[str, Any] | None, *entries: bytes,
              other: dict[str, Any] | None = None) -> tuple[str, str]:
-        base = git_repo.commit({LOG: real_changelog(), "configs/amd-master.yaml": dump({**base_master, **(other or {})}),
+        base = git_repo.commit({LOG: real_changelog(),
+                                "configs/amd-master.yaml": dump({**base_master, **(other or {})}),
                                 "configs/runners.yaml": runners}, "base")
         files: dict[str, bytes | None] = {LOG: append(*entries)}
         if head_master is not None:
@@ -129,14 +130,16 @@ def test_scenario_type_filters_rows(git_repo: GitRepo, repo_with: Any) -> None:
 def test_matrix_command_prints_buckets(git_repo: GitRepo, repo_with: Any) -> None:
     base, head = repo_with(seed_master(), None, seed_entry())
     proc = subprocess.run([sys.executable, "-m", "infx", "changelog", "matrix", "--base-ref", base, "--head-ref", head,
-                           "--trim-conc", "--repo", str(git_repo.path)], check=False, capture_output=True, text=True, cwd=REPO_ROOT)
+                           "--trim-conc", "--repo", str(git_repo.path)],
+                          check=False, capture_output=True, text=True, cwd=REPO_ROOT)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert list(out) == ["single_node", "multi_node", "evals", "agentic_evals", "multinode_evals",
                          "multinode_agentic_evals", "changelog_metadata"]
     assert [r["exp-name"] for r in out["single_node"]["agentic"]] == ["dsv41flash_tp4_conc1_kvnone_spec-mtp",
                                                                       "dsv41flash_tp2_conc1_kvnone_spec-mtp"]
-    assert out["changelog_metadata"]["base_ref"] == base and out["changelog_metadata"]["entries"][0]["pr-link"].endswith("/3326")
+    meta = out["changelog_metadata"]
+    assert meta["base_ref"] == base and meta["entries"][0]["pr-link"].endswith("/3326")
 
 
 def test_generation_failure_names_the_entry(git_repo: GitRepo, repo_with: Any) -> None:
@@ -146,7 +149,8 @@ def test_generation_failure_names_the_entry(git_repo: GitRepo, repo_with: Any) -
     arms(head_master)[0]["kv-offload-backend"] = {"name": "vllm-simple"}
     base, head = repo_with(seed_master(), head_master, seed_entry())
     errs = rejected(git_repo, base, head)
-    assert errs and all(e.startswith(f"{LOG}:{6382}:1: error: entry #{N + 1} [{SEED_KEY}]: matrix generation failed") for e in errs), errs
+    head_of_error = f"{LOG}:{6382}:1: error: entry #{N + 1} [{SEED_KEY}]: matrix generation failed"
+    assert errs and all(e.startswith(head_of_error) for e in errs), errs
     assert any("gpus-per-node" in e for e in errs), errs
 
 
@@ -245,12 +249,13 @@ def test_multinode_buckets_and_eval_min_prefill_ep(git_repo: GitRepo) -> None:
     assert m2.multi_node == m.multi_node  # the threshold only filters evals
     trimmed = gate(git_repo, base, plain, trim_conc=True).matrix
     assert all(len(r["conc"]) == 1 for rows in trimmed.multi_node.values() for r in rows)
-    assert all(r["conc"] == [min(o["conc"])] for r, o in zip(trimmed.multi_node["8k1k"], m.multi_node["8k1k"]))
+    assert all(r["conc"] == [min(o["conc"])]
+               for r, o in zip(trimmed.multi_node["8k1k"], m.multi_node["8k1k"], strict=True))
     assert len({r["point-id"] for r in trimmed.multi_node["8k1k"]}) == len(trimmed.multi_node["8k1k"])
     from infx.matrix.pointid import point_id
 
     keys = ["dsv4-fp4-mi355x-sglang-disagg", "dsv4-fp4-mi355x-sglang-disagg-mtp"]
-    for r, o in zip(trimmed.multi_node["8k1k"], m.multi_node["8k1k"]):
+    for r, o in zip(trimmed.multi_node["8k1k"], m.multi_node["8k1k"], strict=True):
         bare = {k: v for k, v in r.items() if k != "recipe-fingerprint"}
         assert r["point-id"] in {point_id(bare, k) for k in keys}
         assert (r["point-id"] != o["point-id"]) == (len(o["conc"]) > 1)

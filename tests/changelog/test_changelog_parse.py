@@ -76,8 +76,8 @@ def test_duplicate_key_in_entry() -> None:
 
 
 def test_schema_errors_name_entry_and_line() -> None:
-    data = GOOD.replace(b"agentic-coding", b"agentic").replace(b"  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/1\n",
-                                                              b"  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/1\n  colour: red\n")
+    link = b"  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/1\n"
+    data = GOOD.replace(b"agentic-coding", b"agentic").replace(link, link + b"  colour: red\n")
     errs = errors(data)
     assert any(e.startswith("log.yaml:6:") and "entry #1: unknown key 'colour'" in e for e in errs), errs
     assert any(e.startswith("log.yaml:11:") and "entry #2:" in e and "scenario-type" in e for e in errs), errs
@@ -99,7 +99,8 @@ def test_append_only_cannot_combine_with_eval_fields() -> None:
     with pytest.raises(ValueError):
         ChangelogEntry.model_validate({"config-keys": ["k"], "description": ["d"], "pr-link": "x",
                                        "append-only": True, "eval-min-prefill-ep": 2})
-    ok = ChangelogEntry.model_validate({"config-keys": ["k"], "description": ["d"], "pr-link": "x", "append-only": True})
+    ok = ChangelogEntry.model_validate({"config-keys": ["k"], "description": ["d"], "pr-link": "x",
+                                        "append-only": True})
     assert ok.append_only
 
 
@@ -111,7 +112,8 @@ def test_append_only_cannot_combine_with_eval_fields() -> None:
 def test_field_rules(field: str, value: str) -> None:
     base = {"config-keys": "[k]", "description": "[d]", "pr-link": "x"}
     base[field] = value
-    text = "- " + "\n  ".join(f"{k}: {v}" for k, v in sorted(base.items(), key=lambda kv: kv[0] != "config-keys")) + "\n"
+    keys_first = sorted(base.items(), key=lambda kv: kv[0] != "config-keys")
+    text = "- " + "\n  ".join(f"{k}: {v}" for k, v in keys_first) + "\n"
     errs = errors(text.encode())
     assert any(field in e and "entry #1" in e for e in errs), errs
 
@@ -121,7 +123,8 @@ def test_every_entry_must_start_with_config_keys_line() -> None:
     data = data.replace(b"    - agentic-coding\n", b"    - agentic-coding\n  config-keys:\n    - b\n", 1)
     errs = errors(data)
     assert any("1 lines starting with '- config-keys:'" in e for e in errs), errs
-    assert any(e.startswith("log.yaml:7:3") and "entry #2: 'config-keys' must be the first key" in e for e in errs), errs
+    assert any(e.startswith("log.yaml:7:3") and "entry #2: 'config-keys' must be the first key" in e
+               for e in errs), errs
 
 
 def test_root_must_be_a_list() -> None:

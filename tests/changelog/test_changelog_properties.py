@@ -66,11 +66,11 @@ def _is_link_correction(mutated: bytes) -> bool:
     old, new = HISTORY.split(b"\n"), mutated.split(b"\n")
     if len(old) != len(new):
         return False
-    changed = [(a, b) for a, b in zip(old, new) if a != b]
+    changed = [(a, b) for a, b in zip(old, new, strict=True) if a != b]
     prefix = b"  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/"
     return (len(changed) == 1 and changed[0][0].startswith(prefix)
-            and re.fullmatch(rb"  pr-link: https://github\.com/SemiAnalysisAI/InferenceX/pull/[1-9][0-9]*", changed[0][1])
-            is not None)
+            and re.fullmatch(rb"  pr-link: https://github\.com/SemiAnalysisAI/InferenceX/pull/[1-9][0-9]*",
+                             changed[0][1]) is not None)
 
 
 @given(st.lists(st.sampled_from([seed_entry(), seed_entry().replace(b"3326", b"3327")]), min_size=1, max_size=4))

@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _infx(*args: str, timeout: float = 400, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "infx", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
-                          env=env)
+    return subprocess.run([sys.executable, "-m", "infx", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, env=env)
 
 
 @pytest.mark.slow

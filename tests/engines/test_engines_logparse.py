@@ -31,7 +31,8 @@ def test_real_vllm_cpu_bad_argument() -> None:
     f = classify_failure("vllm", text)
     assert f is not None and f.kind is FailureKind.BAD_ARGUMENT
     assert "--no-such-flag" in f.message
-    assert tail(text, 1).endswith("error: unrecognized arguments: --no-such-flag 3") or "--no-such-flag" in tail(text, 3)
+    last = tail(text, 1)
+    assert last.endswith("error: unrecognized arguments: --no-such-flag 3") or "--no-such-flag" in tail(text, 3)
 
 
 def test_real_vllm_cpu_port_in_use() -> None:
@@ -46,35 +47,46 @@ VLLM_GPU_OK = """\
 (EngineCore_DP0 pid=412) INFO 08-21 10:02:11 [gpu_model_runner.py:2401] Model loading took 127.53 GiB and 88.412 seconds
 (EngineCore_DP0 pid=412) INFO 08-21 10:02:40 [gpu_worker.py:298] Available KV cache memory: 61.27 GiB
 (EngineCore_DP0 pid=412) INFO 08-21 10:02:40 [kv_cache_utils.py:1087] GPU KV cache size: 3,211,264 tokens
-(EngineCore_DP0 pid=412) INFO 08-21 10:02:40 [kv_cache_utils.py:1091] Maximum concurrency for 1,048,576 tokens per request: 3.06x
-(EngineCore_DP0 pid=412) INFO 08-21 10:03:05 [gpu_model_runner.py:3120] Graph capturing finished in 25 secs, took 1.87 GiB
+(EngineCore_DP0 pid=412) INFO 08-21 10:02:40 [kv_cache_utils.py:1091] Maximum concurrency for 1,048,576 tokens per \
+request: 3.06x
+(EngineCore_DP0 pid=412) INFO 08-21 10:03:05 [gpu_model_runner.py:3120] Graph capturing finished in 25 secs, took \
+1.87 GiB
 (APIServer pid=77) INFO:     Application startup complete.
 """
 
 VLLM_GPU_OOM_LOADING = """\
-(EngineCore_DP0 pid=412) INFO 08-21 10:01:02 [gpu_model_runner.py:2320] Starting to load model deepseek-ai/DeepSeek-V4.1-Flash...
-(EngineCore_DP0 pid=412) ERROR 08-21 10:01:40 [core.py:708] torch.OutOfMemoryError: HIP out of memory. Tried to allocate 3.50 GiB. GPU 0 has a total capacity of 287.98 GiB of which 1.02 GiB is free.
+(EngineCore_DP0 pid=412) INFO 08-21 10:01:02 [gpu_model_runner.py:2320] Starting to load model \
+deepseek-ai/DeepSeek-V4.1-Flash...
+(EngineCore_DP0 pid=412) ERROR 08-21 10:01:40 [core.py:708] torch.OutOfMemoryError: HIP out of memory. Tried to \
+allocate 3.50 GiB. GPU 0 has a total capacity of 287.98 GiB of which 1.02 GiB is free.
 RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
 """
 
 VLLM_GPU_NO_KV = """\
 (EngineCore_DP0 pid=412) INFO 08-21 10:02:11 [gpu_model_runner.py:2401] Model loading took 255.10 GiB and 88.4 seconds
-(EngineCore_DP0 pid=412) ERROR 08-21 10:02:40 [core.py:708] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.
+(EngineCore_DP0 pid=412) ERROR 08-21 10:02:40 [core.py:708] ValueError: No available memory for the cache blocks. \
+Try increasing `gpu_memory_utilization` when initializing the engine.
 """
 
 VLLM_GPU_NO_KV_MAXLEN = """\
-ValueError: To serve at least one request with the models's max seq len (1048576), (68.00 GiB KV cache is needed, which is larger than the available KV cache memory (12.31 GiB). Based on the available memory, the estimated maximum model length is 189312.
+ValueError: To serve at least one request with the models's max seq len (1048576), (68.00 GiB KV cache is needed, \
+which is larger than the available KV cache memory (12.31 GiB). Based on the available memory, the estimated maximum \
+model length is 189312.
 """
 
 VLLM_GPU_GRAPH = """\
-(EngineCore_DP0 pid=412) INFO 08-21 10:02:41 [gpu_model_runner.py:3050] Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|##########| 67/67
-(EngineCore_DP0 pid=412) ERROR 08-21 10:02:59 [core.py:708] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.
+(EngineCore_DP0 pid=412) INFO 08-21 10:02:41 [gpu_model_runner.py:3050] Capturing CUDA graphs (mixed prefill-decode, \
+PIECEWISE): 100%|##########| 67/67
+(EngineCore_DP0 pid=412) ERROR 08-21 10:02:59 [core.py:708] torch.OutOfMemoryError: CUDA out of memory. Tried to \
+allocate 2.00 GiB.
 """
 
 SGLANG_OK = """\
-[2026-08-21 10:01:02 TP0] Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=180.12 GB, mem usage=98.40 GB.
+[2026-08-21 10:01:02 TP0] Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=180.12 GB, \
+mem usage=98.40 GB.
 [2026-08-21 10:01:05 TP0] KV Cache is allocated. #tokens: 1,245,184, K size: 30.50 GB, V size: 30.50 GB
-[2026-08-21 10:01:06 TP0] max_total_num_tokens=1245184, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=128, context_len=163840
+[2026-08-21 10:01:06 TP0] max_total_num_tokens=1245184, chunked_prefill_size=8192, max_prefill_tokens=16384, \
+max_running_requests=128, context_len=163840
 [2026-08-21 10:01:40 TP0] Capture cuda graph end. Time elapsed: 33.51 s. mem usage=2.10 GB. avail mem=17.90 GB.
 [2026-08-21 10:01:43] The server is fired up and ready to roll!
 """

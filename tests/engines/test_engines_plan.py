@@ -25,18 +25,20 @@ def _plan(*args: str):
 
 
 def test_plan_seed_shows_16_launches() -> None:
-    res = _plan("--config-files", "configs/amd-master.yaml", "--runner-config", "configs/runners.yaml", "--config-keys", SEED_KEY)
+    res = _plan("--config-files", "configs/amd-master.yaml", "--runner-config", "configs/runners.yaml",
+                "--config-keys", SEED_KEY)
     assert res.exit_code == 0, res.output
     out = res.output
     assert "16 points, 16 launches rendered, 4 distinct" in out
-    argvs = [l for l in out.splitlines() if l.startswith("  argv: ")]
+    argvs = [line for line in out.splitlines() if line.startswith("  argv: ")]
     assert len(argvs) == 16
     tp2 = [a for a in argvs if "--tensor-parallel-size 2" in a]
     tp4 = [a for a in argvs if "--tensor-parallel-size 4" in a]
     assert len(tp2) == len(tp4) == 8
     assert all("--engram-config '{\"cpu_offload\":true}'" in a for a in tp2)
     assert all("--engram-config '{\"cpu_offload\":false}'" in a for a in tp4)
-    ceilings = [json.loads(a.split("--compilation-config ")[1].split("'")[1])["max_cudagraph_capture_size"] for a in argvs]
+    ceilings = [json.loads(a.split("--compilation-config ")[1].split("'")[1])["max_cudagraph_capture_size"]
+                for a in argvs]
     assert sorted(ceilings) == [1024] * 14 + [2048] * 2
 
 
@@ -69,9 +71,9 @@ def test_plan_reports_recipe_problems_with_exit_2(tmp_path: Path) -> None:
         "base:\n  args:\n    tensor-parallel-size: 8\n")
     res = _plan("--config-files", "configs/amd-master.yaml", "--config-keys", SEED_KEY, "--recipes", str(tmp_path))
     assert res.exit_code == 2
-    lines = [l for l in res.output.splitlines() if l]
-    assert lines and all(l.startswith(f"{tmp_path / 'bad.yaml'}:6:") and ": error: " in l for l in lines)
-    assert any("sets --tensor-parallel-size 8 but point" in l and "has tp=4" in l for l in lines)
+    lines = [line for line in res.output.splitlines() if line]
+    assert lines and all(line.startswith(f"{tmp_path / 'bad.yaml'}:6:") and ": error: " in line for line in lines)
+    assert any("sets --tensor-parallel-size 8 but point" in line and "has tp=4" in line for line in lines)
     assert "Traceback" not in res.output
 
 

@@ -123,12 +123,15 @@ def test_flag_and_env_names_are_checked(tmp_path: Path) -> None:
 
 
 def test_match_picks_most_specific_and_reports_ties(tmp_path: Path) -> None:
-    write(tmp_path, "generic.yaml", "match: {model-prefix: dsv41flash, framework: vllm}\nengine: vllm\nspec-tokens: 1\n")
-    write(tmp_path, "specific.yaml", "match: {model-prefix: dsv41flash, framework: vllm, hardware: mi355x}\nengine: vllm\nspec-tokens: 1\n")
+    write(tmp_path, "generic.yaml",
+          "match: {model-prefix: dsv41flash, framework: vllm}\nengine: vllm\nspec-tokens: 1\n")
+    write(tmp_path, "specific.yaml",
+          "match: {model-prefix: dsv41flash, framework: vllm, hardware: mi355x}\nengine: vllm\nspec-tokens: 1\n")
     rs = load_recipes(tmp_path)
     assert rs.match(seed_point(), "mi355x").name == "specific"
     assert rs.match(seed_point(), "b200").name == "generic"
-    write(tmp_path, "specific2.yaml", "match: {model-prefix: 'dsv41*', framework: vllm, hardware: [mi355x, mi325x]}\nengine: vllm\n")
+    write(tmp_path, "specific2.yaml",
+          "match: {model-prefix: 'dsv41*', framework: vllm, hardware: [mi355x, mi325x]}\nengine: vllm\n")
     rs = load_recipes(tmp_path)
     with pytest.raises(InfxError, match="matches several recipes equally well"):
         rs.match(seed_point(), "mi355x")

@@ -144,7 +144,8 @@ def test_flag_for_absent_feature_is_an_error(tmp_path: Path) -> None:
 
 
 def test_topology_flags_dp_attn_ep_kv_offload(tmp_path: Path) -> None:
-    rs = recipes_from(tmp_path, "match: {model-prefix: dsv41flash, framework: vllm, precision: fp4}\nengine: vllm\nspec-tokens: 3\n")
+    rs = recipes_from(tmp_path, "match: {model-prefix: dsv41flash, framework: vllm, precision: fp4}\n"
+                                "engine: vllm\nspec-tokens: 3\n")
     a = render_launch(seed_point(8, 4, **{"dp-attn": True, "ep": 8, "kv-offloading": "dram", "total-cpu-dram-gb": 1499,
                                          "kv-offload-backend": {"name": "vllm-simple"}}), rs).argv
     assert flag_value(a, "--tensor-parallel-size") == "1"
@@ -154,7 +155,8 @@ def test_topology_flags_dp_attn_ep_kv_offload(tmp_path: Path) -> None:
     assert kv["kv_connector"] == "SimpleCPUOffloadConnector"
     assert kv["kv_connector_extra_config"]["cpu_bytes_to_use"] == 1499 * 10**9 // 8
     with pytest.raises(InfxError, match="no KV offload backend 'nope'"):
-        render_launch(seed_point(4, 1, **{"kv-offloading": "dram", "total-cpu-dram-gb": 10, "kv-offload-backend": {"name": "nope"}}), rs)
+        render_launch(seed_point(4, 1, **{"kv-offloading": "dram", "total-cpu-dram-gb": 10,
+                                          "kv-offload-backend": {"name": "nope"}}), rs)
 
 
 def test_multinode_and_unknown_hardware_are_errors(tmp_path: Path) -> None:
@@ -198,7 +200,8 @@ def test_shell_metacharacters_arrive_as_one_argv_element(tmp_path: Path) -> None
         """)
     point = Point.from_row(tiny_row(model=METACHARS[4], image=METACHARS[5]))
     launch = render_launch(point, rs, port=1234)
-    out = subprocess.run(launch.argv, capture_output=True, text=True, check=True, env={**launch.env, "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(launch.argv, capture_output=True, text=True, check=True,
+                         env={**launch.env, "PATH": "/usr/bin:/bin"})
     received = json.loads(out.stdout)
     assert received[received.index("--evil-a") + 1] == METACHARS[0]
     assert received[received.index("--evil-b") + 1] == METACHARS[1]

@@ -20,7 +20,8 @@ from .helpers import pid_alive
 
 
 def _launch(code: str, port: int, readiness: str = "/health") -> Launch:
-    return Launch(engine="vllm", recipe="test", image="local", argv=[sys.executable, "-c", textwrap.dedent(code), str(port)],
+    return Launch(engine="vllm", recipe="test", image="local",
+                  argv=[sys.executable, "-c", textwrap.dedent(code), str(port)],
                   fingerprint="x", port=port, served_model_name="m", model_path="m", readiness_path=readiness)
 
 
@@ -49,7 +50,7 @@ def test_ready_then_stop_kills_the_whole_group(tmp_path: Path) -> None:
     assert engine.launch is not None
     port = engine.launch.port
     assert facts.ready and facts.kv_cache_tokens == 4096 and facts.max_concurrency == 2.0
-    child = int(next(l for l in proc.log_text().splitlines() if l.startswith("child")).split()[1])
+    child = int(next(line for line in proc.log_text().splitlines() if line.startswith("child")).split()[1])
     assert pid_alive(child) and proc.pid is not None and pid_alive(proc.pid)
     # its own process group (what stop() signals), but our session: under Linux's autogroup scheduler a
     # session of its own would make the engine an equal CPU-share group against the load generator
@@ -91,7 +92,8 @@ def test_unknown_crash_is_reported_as_crashed(tmp_path: Path) -> None:
 
 def test_timeout_stops_the_engine(tmp_path: Path) -> None:
     proc = EngineProcess()
-    proc.start(_launch("import time; print('loading...', flush=True); time.sleep(600)", free_port()), tmp_path / "e.log")
+    proc.start(_launch("import time; print('loading...', flush=True); time.sleep(600)", free_port()),
+               tmp_path / "e.log")
     deadline = time.monotonic() + 30  # the child has printed (a loaded machine starts Python slowly)
     while "loading..." not in (tmp_path / "e.log").read_text() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -73,7 +73,8 @@ def test_tokenizer_specials_and_chat_template(tiny_model_dir: Path) -> None:
     import jinja2
 
     rendered = jinja2.Environment().from_string(tcfg["chat_template"]).render(
-        messages=[{"role": "system", "content": "be brief"}, {"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+        messages=[{"role": "system", "content": "be brief"},
+                  {"role": "user", "content": [{"type": "text", "text": "hi"}]}],
         add_generation_prompt=True,
     )
     assert rendered == "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"

@@ -26,7 +26,8 @@ if not CORPUS.is_dir():
     CORPUS = Path("/work/shared/compat/inferencex")
 
 pytestmark = [
-    pytest.mark.skipif(not (CORPUS / "benchmarks").is_dir(), reason="InferenceX corpus (../shared/compat/inferencex) absent"),
+    pytest.mark.skipif(not (CORPUS / "benchmarks").is_dir(),
+                       reason="InferenceX corpus (../shared/compat/inferencex) absent"),
     pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) not installed"),
 ]
 
@@ -71,10 +72,12 @@ def _engine_argv(launch) -> list[str]:
 
 def test_script_names_follow_the_launchers() -> None:
     assert script_names(_pt(framework="trt"), "b200") == ["dsr1_fp4_b200_trt.sh"]
-    assert script_names(_pt(framework="vllm", spec_decoding="mtp"), "b200") == ["dsr1_fp4_b200_vllm_mtp.sh", "dsr1_fp4_b200_mtp.sh"]
+    assert script_names(_pt(framework="vllm", spec_decoding="mtp"), "b200") == ["dsr1_fp4_b200_vllm_mtp.sh",
+                                                                               "dsr1_fp4_b200_mtp.sh"]
     assert script_names(_pt(framework="atom"), "mi355x") == ["dsr1_fp4_mi355x_atom.sh"]
     assert script_names(_pt(framework="sglang"), "mi355x") == ["dsr1_fp4_mi355x_sglang.sh", "dsr1_fp4_mi355x.sh"]
-    assert script_names(_pt(framework="sglang", precision="fp8"), "h100") == ["dsr1_fp8_h100.sh"]  # no engine in the name
+    # no engine in the name
+    assert script_names(_pt(framework="sglang", precision="fp8"), "h100") == ["dsr1_fp8_h100.sh"]
 
 
 def test_locate_prefers_framework_tagged_then_falls_back(ws: Path) -> None:
@@ -90,7 +93,8 @@ def test_locate_prefers_framework_tagged_then_falls_back(ws: Path) -> None:
 def test_workflow_env_is_the_templates_contract() -> None:
     env = workflow_env(_pt(dp_attn=True, ep=8, conc=32), 32, "x.sh")
     assert env["DP_ATTENTION"] == "true" and env["EP_SIZE"] == "8" and env["CONC"] == "32"
-    assert env["SCENARIO_SUBDIR"] == "fixed_seq_len/" and env["IS_AGENTIC"] == "0" and env["RESULT_DIR"] == "/workspace/results"
+    assert env["SCENARIO_SUBDIR"] == "fixed_seq_len/" and env["IS_AGENTIC"] == "0"
+    assert env["RESULT_DIR"] == "/workspace/results"
     assert env["PP_SIZE"] == "1" and env["MAX_MODEL_LEN"] == "2304" and env["RANDOM_RANGE_RATIO"] == "0.8"
 
 
@@ -223,8 +227,8 @@ def test_real_catalog_rows_render(ws: Path) -> None:
     from infx.engines.plan import build_plan
     from infx.matrix.select import keyed_points
 
-    keyed = keyed_points([ws / "configs/amd-master.yaml", ws / "configs/nvidia-master.yaml"], ws / "configs/runners.yaml",
-                         list(CATALOG_KEYS), "none")
+    masters = [ws / "configs/amd-master.yaml", ws / "configs/nvidia-master.yaml"]
+    keyed = keyed_points(masters, ws / "configs/runners.yaml", list(CATALOG_KEYS), "none")
     plan = build_plan([p for _, p in keyed], workspace_recipes(None, at(ws)), runtime="docker",
                       config_keys={p.point_id: k for k, p in keyed})
     assert {pp.config_key for pp in plan.points} == set(CATALOG_KEYS)
@@ -260,8 +264,8 @@ def test_rows_that_probe_the_node_render_with_the_scripts_argv(ws: Path) -> None
     from infx.engines.plan import build_plan
     from infx.matrix.select import keyed_points
 
-    keyed = keyed_points([ws / "configs/amd-master.yaml", ws / "configs/nvidia-master.yaml"], ws / "configs/runners.yaml",
-                         list(NODE_PROBE_KEYS), "none")
+    masters = [ws / "configs/amd-master.yaml", ws / "configs/nvidia-master.yaml"]
+    keyed = keyed_points(masters, ws / "configs/runners.yaml", list(NODE_PROBE_KEYS), "none")
     plan = build_plan([p for _, p in keyed], workspace_recipes(None, at(ws)), runtime="docker",
                       config_keys={p.point_id: k for k, p in keyed})
     by_key: dict[str, list] = {}

@@ -103,7 +103,8 @@ def test_writes_outside_the_throwaway_dirs_fail_and_inside_ones_vanish(tmp_path:
     scripts = {
         "tst_fp8_b200_vllm.sh": HEAD + f"echo x > {outside}\n" + SERVE,
         "tst_fp8_b200_sglang.sh": HEAD + f"echo x > /workspace/{bench}/planted.sh\n" + SERVE,
-        "tst_fp8_b200_trt.sh": HEAD + f"echo x > /tmp/{probe}; echo x > $HOME/{probe}; echo x > /workspace/{probe}\n" + SERVE,
+        "tst_fp8_b200_trt.sh": HEAD + f"echo x > /tmp/{probe}; echo x > $HOME/{probe}; echo x > /workspace/{probe}\n"
+                                      + SERVE,
     }
     root = _ws(tmp_path, scripts)
     before = sorted(p.name for p in (root / bench).iterdir())
@@ -224,7 +225,7 @@ def test_cli_exit_codes_failing_rows_1_workspace_errors_2(tmp_path: Path) -> Non
 
 # ---- what the sandbox pretends (docs/architecture.md): a node's facts a script may probe -----------------
 
-NODE_PROBES = r'''
+NODE_PROBES = '''
 SNAP=$(hf download org/Target)                       # hub-cache layout, path on stdout
 hf download org/Draft --local-dir /data/models/Draft  # --local-dir layout, outside the tmpfs dirs
 CACHE="${HF_HUB_CACHE%/}/models--org--Target"
@@ -241,11 +242,13 @@ for d in sys.argv[1:]:
 print(n)
 PY
 )
-ROOT="$(python3 -c 'import importlib.util as u, os; print(os.path.dirname(os.path.dirname(u.find_spec("vllm").origin)))')"
+ROOT="$(python3 -c 'import importlib.util as u, os; \
+print(os.path.dirname(os.path.dirname(u.find_spec("vllm").origin)))')"
 [ -d "$ROOT/vllm" ] && [ -d "$ROOT/aiter" ] || { echo "Error: no dist-packages ($ROOT)" >&2; exit 1; }
 python3 -c "from mooncake.store import MooncakeDistributedStore" >/dev/null  # container-only: silent success
 RAIL=""
-for d in mlx5_0 mlx5_1; do grep -q ACTIVE "/sys/class/infiniband/$d/ports/1/state" 2>/dev/null && { RAIL=$d; break; }; done
+for d in mlx5_0 mlx5_1; do grep -q ACTIVE "/sys/class/infiniband/$d/ports/1/state" 2>/dev/null \
+&& { RAIL=$d; break; }; done
 [ -n "$RAIL" ] || { echo "Error: no active RDMA rail" >&2; exit 1; }
 SHM_GB=$(df -BG --output=avail /dev/shm | tail -1 | tr -dc '0-9')
 mooncake_master --port 50051 > /tmp/master.log 2>&1 &
@@ -268,7 +271,7 @@ def test_node_probes_see_what_the_sandbox_pretends(tmp_path: Path) -> None:
     assert src.stats["rendered"] == 2
     for p in (p4, p8):
         argv = render_launch(p, recipes, port=9100).argv
-        a = dict(zip(argv[3::2], argv[4::2]))
+        a = dict(zip(argv[3::2], argv[4::2], strict=True))  # flag, value, flag, value...
         assert a["--model"] == "/mnt/hf_hub_cache/models--org--Target/snapshots/infx-render-placeholder"
         assert a["--shards"] == "2" and a["--root"] == "/tmp/.infx-site/dist-packages" and a["--rail"] == "mlx5_0"
         assert int(a["--shm-gb"]) >= 1400  # half of a 3 TiB node, whatever the render host has

@@ -23,7 +23,8 @@ for _p in Path(__file__).resolve().parents:
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) not installed"),
-    pytest.mark.skipif(not (CORPUS / "benchmarks").is_dir(), reason="InferenceX corpus (../shared/compat/inferencex) absent"),
+    pytest.mark.skipif(not (CORPUS / "benchmarks").is_dir(),
+                       reason="InferenceX corpus (../shared/compat/inferencex) absent"),
 ]
 
 SCRIPT = "benchmarks/single_node/agentic/dsv4_fp4_b200_vllm_mtp.sh"  # what dsv4-fp4-b200-vllm-agentic-mtp runs

@@ -33,7 +33,7 @@ def ref(compat: Path, name: str) -> list[dict[str, Any]]:
 def assert_same_rows(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> None:
     """Same rows, same order, every reference field with the same value and key order."""
     assert len(ours) == len(theirs)
-    for i, (o, r) in enumerate(zip(ours, theirs)):
+    for i, (o, r) in enumerate(zip(ours, theirs, strict=True)):
         o = {k: v for k, v in o.items() if k != "point-id"}
         assert list(o) == list(r), f"row {i}: key order differs"
         assert o == r, f"row {i} differs"
@@ -97,4 +97,4 @@ def test_every_row_parses_as_a_point(cat: Any, runners: Any, mode: str) -> None:
     rows = full_sweep_rows(cat, runners, evals=mode, on_warning=lambda m: None)
     points = [Point.from_row(r) for r in rows]
     assert [p.point_id for p in points] == [r["point-id"] for r in rows]
-    assert all(p.to_row()["exp-name"] == r["exp-name"] for p, r in zip(points, rows))
+    assert all(p.to_row()["exp-name"] == r["exp-name"] for p, r in zip(points, rows, strict=True))

@@ -72,7 +72,7 @@ def test_default_mode_differs_from_reference_only_in_eval_marks(compat: Path, co
     ours = compat_rows["default"]
     assert len(ours) == len(theirs)
     changed = []
-    for o, r in zip(ours, theirs):
+    for o, r in zip(ours, theirs, strict=True):
         o = {k: v for k, v in o.items() if k != "point-id"}
         if o != r:
             assert {k for k in set(o) | set(r) if o.get(k) != r.get(k)} == {"run-eval"}
@@ -82,7 +82,7 @@ def test_default_mode_differs_from_reference_only_in_eval_marks(compat: Path, co
     # Every fixed single-node arm with an eligible point has an eval in ours; in the reference some have none.
     ours_by_arm: dict[str, list[bool]] = defaultdict(list)
     theirs_by_arm: dict[str, list[bool]] = defaultdict(list)
-    for o, r in zip(ours, theirs):
+    for o, r in zip(ours, theirs, strict=True):
         if "tp" in o and o.get("scenario-type") is None and o["isl"] == 8192 and o["conc"] >= 16:
             ours_by_arm[arm(o)].append(o["run-eval"])
             theirs_by_arm[arm(r)].append(r["run-eval"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,8 +16,8 @@ def test_expand_range_is_geometric_and_ends_on_end(start: int, extra: int, step:
     end = start + extra
     out = expand_range(start, end, step)
     assert out[0] == start and out[-1] == end
-    assert all(a < b for a, b in zip(out, out[1:]))
-    assert all(b == a * step for a, b in zip(out[:-2], out[1:-1]))  # geometric until the clamped end
+    assert all(a < b for a, b in itertools.pairwise(out))
+    assert all(b == a * step for a, b in zip(out[:-2], out[1:-1], strict=True))  # geometric until the clamped end
     assert len(out) == 1 or out[-2] * step >= end
 
 

@@ -43,8 +43,13 @@ def seed_points() -> list[Point]:
 # ---------------------------------------------------------------- real local OCI registry
 
 
+def _installed_registry() -> str | None:
+    fallback = "/usr/bin/docker-registry"
+    return shutil.which("docker-registry") or (fallback if os.path.exists(fallback) else None)
+
+
 def _registry_bin() -> str | None:
-    found = shutil.which("docker-registry") or ("/usr/bin/docker-registry" if os.path.exists("/usr/bin/docker-registry") else None)
+    found = _installed_registry()
     if found:
         return found
     # Try to install it the way CI does (root + apt); skip below if that is not possible here.
@@ -52,7 +57,7 @@ def _registry_bin() -> str | None:
         subprocess.run([str(REPO / ".ci" / "registry.sh"), "install"], check=True, capture_output=True, timeout=300)
     except (subprocess.SubprocessError, OSError):
         return None
-    return shutil.which("docker-registry") or ("/usr/bin/docker-registry" if os.path.exists("/usr/bin/docker-registry") else None)
+    return _installed_registry()
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +65,8 @@ def registry(tmp_path_factory) -> Iterator[str]:
     """URL of a real Debian docker-registry on a free loopback port, stopped (by PID) at the end."""
     binary = _registry_bin()
     if binary is None:
-        pytest.skip("docker-registry is not installed and could not be installed (needs root + apt: .ci/registry.sh install)")
+        pytest.skip("docker-registry is not installed and could not be installed "
+                    "(needs root + apt: .ci/registry.sh install)")
     from infx.engines.ports import MAX_PORT_ATTEMPTS, PortClaims, lost_port
 
     d = tmp_path_factory.mktemp("registry")
@@ -72,9 +78,9 @@ def registry(tmp_path_factory) -> Iterator[str]:
             f"version: 0.1\nlog: {{level: warn}}\nstorage: {{filesystem: {{rootdirectory: {d / 'data'}}}}}\n"
             f"http: {{addr: 127.0.0.1:{port}}}\n"
         )
-        log = open(d / "registry.log", "ab")
-        proc = subprocess.Popen([binary, "serve", str(d / "config.yml")], stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        with open(d / "registry.log", "ab") as log:  # the registry holds its own copy of the descriptor
+            proc = subprocess.Popen([binary, "serve", str(d / "config.yml")], stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
         url = f"http://127.0.0.1:{port}"
         deadline, ready = time.monotonic() + 30, False
         while not ready and time.monotonic() < deadline and proc.poll() is None:
@@ -86,7 +92,6 @@ def registry(tmp_path_factory) -> Iterator[str]:
         if ready:
             break
         text = (d / "registry.log").read_text(errors="replace")
-        log.close()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -104,6 +109,5 @@ def registry(tmp_path_factory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        log.close()
 
 

@@ -21,10 +21,12 @@ def hand_launch(point: Point, *, offload: bool | None = True, max_num_seqs: int 
                 extra: list[str] | None = None, engine: str = "vllm", env: dict[str, str] | None = None) -> Launch:
     """A launch with the seed recipe's arguments, built by hand (independent of the recipe files)."""
     spec = 7
+    capture = max(2 * max(point.concs), 128) * (1 + spec)
     argv = ["vllm", "serve", point.model, "--tensor-parallel-size", str(point.tp), "--gpu-memory-utilization", "0.9",
             "--max-num-batched-tokens", "16384", "--max-model-len", "1048576",
-            "--speculative-config", json.dumps({"method": "mtp", "num_speculative_tokens": spec}, separators=(",", ":")),
-            "--compilation-config", json.dumps({"max_cudagraph_capture_size": max(2 * max(point.concs), 128) * (1 + spec)})]
+            "--speculative-config",
+            json.dumps({"method": "mtp", "num_speculative_tokens": spec}, separators=(",", ":")),
+            "--compilation-config", json.dumps({"max_cudagraph_capture_size": capture})]
     if offload is not None:
         argv += ["--engram-config", json.dumps({"cpu_offload": offload}, separators=(",", ":"))]
     if max_num_seqs is not None:
@@ -32,7 +34,8 @@ def hand_launch(point: Point, *, offload: bool | None = True, max_num_seqs: int 
     argv += extra or []
     env = env or {}
     return Launch(engine=engine, recipe="hand", image=point.image, argv=argv, env=env,
-                  fingerprint=fingerprint(point.image, argv, env), port=8000, served_model_name="m", model_path=point.model)
+                  fingerprint=fingerprint(point.image, argv, env), port=8000, served_model_name="m",
+                  model_path=point.model)
 
 
 def _req(method: str, url: str, data: bytes | None = None, headers: dict[str, str] | None = None):
@@ -66,8 +69,10 @@ def push_image(registry: str, name: str, tag: str, payload: bytes = b"infx prefl
     manifest = json.dumps({
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cfg_digest, "size": len(config)},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layer_digest, "size": len(layer)}],
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cfg_digest,
+                   "size": len(config)},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layer_digest,
+                    "size": len(layer)}],
     }).encode()
     with _req("PUT", f"{registry}/v2/{name}/manifests/{tag}", manifest,
               {"Content-Type": "application/vnd.oci.image.manifest.v1+json"}) as resp:

@@ -38,8 +38,8 @@ def test_sglang_mem_fraction_static_covers_weights_and_kv():
 
 
 def test_sglang_auto_fraction_reserve():
-    s = engine_settings("sglang", ["--tp-size", "8", "--chunked-prefill-size", "8192", "--cuda-graph-max-bs", "256"], {},
-                        capacity_bytes=CAP)
+    s = engine_settings("sglang", ["--tp-size", "8", "--chunked-prefill-size", "8192", "--cuda-graph-max-bs", "256"],
+                        {}, capacity_bytes=CAP)
     b = engine_budget(s, CAP, static_bytes=100 * GB, dynamic_bytes=5 * GB)
     reserve = int((512 + 1.5 * 8192 + 2 * 256 + 1024 * 8 / 8) * MIB)  # 14 GiB > the 10 GiB floor
     assert reserve > 10 * GIB

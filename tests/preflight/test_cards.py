@@ -78,7 +78,8 @@ def test_tinyllama_card_matches_built_model(tiny_model_dir, cards):
     card = cards.models["tinyllama"]
     cfg = json.loads((tiny_model_dir / "config.json").read_text())
     att = card.attention
-    assert (att.layers, att.kv_heads, att.head_dim) == (cfg["num_hidden_layers"], cfg["num_key_value_heads"], cfg["head_dim"])
+    assert (att.layers, att.kv_heads, att.head_dim) == (cfg["num_hidden_layers"], cfg["num_key_value_heads"],
+                                                        cfg["head_dim"])
     assert card.max_context == cfg["max_position_embeddings"]
     raw = (tiny_model_dir / "model.safetensors").read_bytes()
     (n,) = struct.unpack("<Q", raw[:8])

@@ -69,7 +69,8 @@ def _point(compat: Path, key: str) -> Point:
 
 def _launch(point: Point, engine: str, argv: list[str]) -> Launch:
     return Launch(engine=engine, recipe="hand", image=point.image, argv=argv, env={},
-                  fingerprint=fingerprint(point.image, argv, {}), port=8000, served_model_name="m", model_path=point.model)
+                  fingerprint=fingerprint(point.image, argv, {}), port=8000, served_model_name="m",
+                  model_path=point.model)
 
 
 def _memory(point: Point, engine: str, argv: list[str], cards, runner_hw: str):  # type: ignore[no-untyped-def]
@@ -93,8 +94,8 @@ def test_sglang_tp_and_dp_attention_on_dsr1_fp8(compat: Path, cards) -> None:  #
     card = cards.models["dsr1"]
     assert card.weights.total_bytes("fp8", p.model) == int(688.6 * GB)
     total = _resident(cards, "dsr1", "fp8", p.model)
-    base = ["python3", "-m", "sglang.launch_server", "--model-path", p.model, "--tp", "8", "--kv-cache-dtype", "fp8_e4m3",
-            "--context-length", "9472", "--mem-fraction-static", "0.82"]
+    base = ["python3", "-m", "sglang.launch_server", "--model-path", p.model, "--tp", "8",
+            "--kv-cache-dtype", "fp8_e4m3", "--context-length", "9472", "--mem-fraction-static", "0.82"]
     s, m = _memory(p, "sglang", base, cards, "h200")
     assert _weights(m) == total // 8  # plain TP: everything split 8 ways
     assert m.kv_bytes_per_token == (512 + 64) * 1 * 61  # MLA latent, FP8, replicated on each TP rank
@@ -115,8 +116,9 @@ def test_sglang_tp_and_dp_attention_on_dsr1_fp8(compat: Path, cards) -> None:  #
 def test_vllm_data_parallel_expert_parallel_on_dsv4(compat: Path, cards) -> None:  # type: ignore[no-untyped-def]
     p = _point(compat, "dsv4-fp4-b200-vllm")
     total = _resident(cards, "dsv4", "fp4", p.model)
-    argv = ["vllm", "serve", p.model, "--tensor-parallel-size", "1", "--data-parallel-size", "8", "--enable-expert-parallel",
-            "--kv-cache-dtype", "fp8", "--max-model-len", "9472", "--max-num-batched-tokens", "8192"]
+    argv = ["vllm", "serve", p.model, "--tensor-parallel-size", "1", "--data-parallel-size", "8",
+            "--enable-expert-parallel", "--kv-cache-dtype", "fp8", "--max-model-len", "9472",
+            "--max-num-batched-tokens", "8192"]
     s, m = _memory(p, "vllm", argv, cards, "b200")
     assert (s.gpus, s.attention_tp, s.attention_replicas, s.expert_parallel.value) == (8, 1, 8, 8)
     expert = int(total * 0.97)
@@ -126,7 +128,8 @@ def test_vllm_data_parallel_expert_parallel_on_dsv4(compat: Path, cards) -> None
     assert logits == 2 * 8192 * 9472
     assert m.status in ("ok", "warn")
     # Plain TP 8 of the same checkpoint: everything split 8 ways, less per GPU than DP (no replicas).
-    s2, m2 = _memory(p, "vllm", ["vllm", "serve", p.model, "--tensor-parallel-size", "8", "--max-model-len", "9472"], cards, "b200")
+    s2, m2 = _memory(p, "vllm", ["vllm", "serve", p.model, "--tensor-parallel-size", "8", "--max-model-len", "9472"],
+                     cards, "b200")
     assert _weights(m2) == total // 8 < _weights(m)
 
 
@@ -138,7 +141,8 @@ def test_hybrid_attention_kv_and_a_genuine_failure(compat: Path, cards) -> None:
     assert _weights(m) == int(405 * GB - 4.5 * GB) // 8
     # Kimi-K3 (1.49 TB) on 8 x H200 at TP 8: 186 GB of weights per GPU against 141 GB -> fail with the breakdown.
     k = _point(compat, "kimik3-fp4-h200-vllm-agentic")
-    s, m = _memory(k, "vllm", ["vllm", "serve", k.model, "--tensor-parallel-size", "8", "--max-model-len", "131072"], cards, "h200")
+    s, m = _memory(k, "vllm", ["vllm", "serve", k.model, "--tensor-parallel-size", "8", "--max-model-len", "131072"],
+                   cards, "h200")
     assert m.status == "fail" and _weights(m) == int(1.49e12) // 8
     assert any("short by" in x for x in m.problems) and m.gpu and m.budget_bytes == int(141 * GB * 0.92)
 
@@ -156,7 +160,7 @@ def test_catalog_rows_get_a_verdict_with_a_reason(compat: Path, cards) -> None: 
                                 cards=cards)
     assert len(verdicts) == 1820 and all(v.status == "ok" or v.reason for v in verdicts)
     assert not [v for v in verdicts if (c := v.check("capacity")) is not None and c.status == "fail"]
-    multi = [v for v, p in zip(verdicts, points) if p.multinode and v.check("launch") is None]
+    multi = [v for v, p in zip(verdicts, points, strict=True) if p.multinode and v.check("launch") is None]
     assert len(multi) >= 476
     for v in multi:
         mem = [c for c in v.checks if c.name.startswith("memory:")]
@@ -169,8 +173,9 @@ def test_atom_and_trt_dp_attention_read_like_sglang(compat: Path, cards) -> None
     N x N GPUs); TRT-LLM's enable_attention_dp in its options YAML does the same."""
     p = _point(compat, "dsv4-fp4-mi355x-atom")
     total = _resident(cards, "dsv4", "fp4", p.model)
-    argv = ["python3", "-m", "atom.entrypoints.openai_server", "--model", p.model, "-tp", "8", "--enable-expert-parallel",
-            "--enable-dp-attention", "--kv-cache-dtype", "fp8", "--max-num-batched-tokens", "16384", "--max-model-len", "9472"]
+    argv = ["python3", "-m", "atom.entrypoints.openai_server", "--model", p.model, "-tp", "8",
+            "--enable-expert-parallel", "--enable-dp-attention", "--kv-cache-dtype", "fp8",
+            "--max-num-batched-tokens", "16384", "--max-model-len", "9472"]
     s, m = _memory(p, "atom", argv, cards, "mi355x")
     assert (s.gpus, s.attention_tp, s.attention_replicas) == (8, 1, 8)
     attn, expert = int(total * 0.03), int(total * 0.97)
@@ -179,7 +184,8 @@ def test_atom_and_trt_dp_attention_read_like_sglang(compat: Path, cards) -> None
     opts = "enable_attention_dp: true\nkv_cache_config:\n  dtype: fp8\n  free_gpu_memory_fraction: 0.8\n"
     hw = cards.hardware["b200"]
     s = engine_settings("trt", ["trtllm-serve", t.model, "--tp_size", "8", "--ep_size", "8",
-                                "--extra_llm_api_options", "cfg.yaml"], {}, capacity_bytes=hw.memory, files={"cfg.yaml": opts})
+                                "--extra_llm_api_options", "cfg.yaml"], {},
+                        capacity_bytes=hw.memory, files={"cfg.yaml": opts})
     assert (s.gpus, s.attention_tp, s.attention_replicas, s.expert_parallel.value) == (8, 1, 8, 8)
     m = check_memory(t, s, cards.model_for("dsr1"), hw, None)
     ckpt = _resident(cards, "dsr1", "fp4", t.model)

@@ -52,7 +52,8 @@ def test_fixed_seq_len_points_have_no_fanout():
     from infx.matrix.point import Point
 
     p = Point.from_row({"image": "i:v1.0", "model": "m", "model-prefix": "m", "precision": "bf16", "framework": "vllm",
-                        "runner": "h200", "exp-name": "m", "point-id": "x", "isl": 1024, "osl": 1024, "tp": 1, "conc": 128})
+                        "runner": "h200", "exp-name": "m", "point-id": "x", "isl": 1024, "osl": 1024, "tp": 1,
+                        "conc": 128})
     s = engine_settings("vllm", ["--max-num-seqs", "128"], {}, capacity_bytes=int(141e9))
     assert concurrency_headroom(p, s, fanout=2).status == "ok"
 
@@ -72,7 +73,8 @@ def test_graph_ceiling_warns_below_largest_batch(seed_points):
     eager = hand_launch(p, extra=["--enforce-eager"])
     assert graph_ceiling(p, _settings(eager, p), fanout=2).status == "skip"  # eager: no graphs at all
     plain = hand_launch(p)
-    plain = plain.model_copy(update={"argv": [a for a in plain.argv if a] + ["--compilation-config", '{"cudagraph_mode":"NONE"}']})
+    no_graphs = ["--compilation-config", '{"cudagraph_mode":"NONE"}']
+    plain = plain.model_copy(update={"argv": [a for a in plain.argv if a] + no_graphs})
     assert graph_ceiling(p, _settings(plain, p), fanout=2).status == "skip"
 
 
@@ -91,7 +93,8 @@ def test_every_arm_needs_an_eval_point(seed_points):
 
 def test_placeholders_in_catalog_recipe_changelog_and_launch(tmp_path, seed_points):
     cat = tmp_path / "master.yaml"
-    cat.write_text("a-key:\n  image: img:TBD\n  model: m\n\n# TODO: documents b-key\nb-key:\n  model: m  # FIXME later\n")
+    cat.write_text("a-key:\n  image: img:TBD\n  model: m\n\n"
+                   "# TODO: documents b-key\nb-key:\n  model: m  # FIXME later\n")
     rec = tmp_path / "r.yaml"
     rec.write_text("name: r\n# TODO tune this\nargs: {x: 1}\n")
     cl = tmp_path / "perf-changelog.yaml"

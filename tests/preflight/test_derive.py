@@ -50,7 +50,8 @@ def test_deepseek_shaped_config_with_index_only(tmp_path: Path) -> None:
            "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps(
-        {"metadata": {"total_size": 688_586_727_753}, "weight_map": {"model.embed_tokens.weight": "model-00001-of-000163.safetensors"}}))
+        {"metadata": {"total_size": 688_586_727_753},
+         "weight_map": {"model.embed_tokens.weight": "model-00001-of-000163.safetensors"}}))
     card = derive_card(tmp_path, prefix="dsr1x", model="deepseek-ai/DeepSeek-R1-0528")
     assert card.weights.total_bytes("fp8", "deepseek-ai/DeepSeek-R1-0528") == 688_586_727_753
     a = card.attention
@@ -65,8 +66,9 @@ def test_deepseek_shaped_config_with_index_only(tmp_path: Path) -> None:
 def test_qwen35_shaped_multimodal_config_and_exact_expert_share_from_shards(tmp_path: Path) -> None:
     layers = ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 15
     cfg = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
-           "text_config": {"hidden_size": 4096, "num_hidden_layers": 60, "num_attention_heads": 32, "num_key_value_heads": 2,
-                           "head_dim": 256, "layer_types": layers, "num_experts": 512, "num_experts_per_tok": 10,
+           "text_config": {"hidden_size": 4096, "num_hidden_layers": 60, "num_attention_heads": 32,
+                           "num_key_value_heads": 2, "head_dim": 256, "layer_types": layers, "num_experts": 512,
+                           "num_experts_per_tok": 10,
                            "moe_intermediate_size": 1024, "shared_expert_intermediate_size": 1024, "vocab_size": 248320,
                            "max_position_embeddings": 262144, "dtype": "bfloat16"},
            "quantization_config": {"quant_method": "fp8"}}
@@ -98,7 +100,8 @@ def test_cli_writes_the_workspace_card_and_bad_input_names_the_file(tmp_path: Pa
     model = tmp_path / "my-model"
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-                                                   "num_key_value_heads": 4, "vocab_size": 100, "torch_dtype": "float16"}))
+                                                   "num_key_value_heads": 4, "vocab_size": 100,
+                                                   "torch_dtype": "float16"}))
     from infx.workspace import set_override
 
     set_override(ws)
@@ -136,7 +139,8 @@ def test_cli_writes_the_workspace_card_and_bad_input_names_the_file(tmp_path: Pa
     ("minimaxm3", {"architectures": ["MiniMaxM3SparseForConditionalGeneration"], "text_config": {
         "hidden_size": 3072, "num_hidden_layers": 62, "num_attention_heads": 64, "num_key_value_heads": 4,
         "head_dim": 128, "num_local_experts": 128, "num_experts_per_tok": 4, "shared_intermediate_size": 1536,
-        "n_shared_experts": 1, "moe_intermediate_size": 1536, "vocab_size": 200064, "max_position_embeddings": 1048576}},
+        "n_shared_experts": 1, "moe_intermediate_size": 1536, "vocab_size": 200064,
+        "max_position_embeddings": 1048576}},
      ("gqa", 62, None), (128, 4, 1)),
     ("kimik3", {"model_type": "kimi_k3", "hidden_size": 7168, "num_hidden_layers": 64, "num_attention_heads": 64,
                 "kv_lora_rank": 512, "qk_rope_head_dim": 64, "num_experts": 896, "num_experts_per_token": 16,

@@ -124,7 +124,8 @@ def test_kv_capacity_and_max_length_sequence(cards, runners):
            "max-model-len": 2304, "tp": 1, "conc": 64}
     p = Point.from_row(row)
     launch = hand_launch(p, offload=None)
-    launch = launch.model_copy(update={"argv": ["vllm", "serve", "x", "--gpu-memory-utilization", "0.9", "--max-model-len", "2304"]})
+    launch = launch.model_copy(update={"argv": ["vllm", "serve", "x", "--gpu-memory-utilization", "0.9",
+                                                "--max-model-len", "2304"]})
     kv = predict_kv_capacity(p, launch, cs, runners=runners)
     # 80 GB x 0.9 - 16 GB - 1 GiB runtime; 32 layers x 2 x 8 heads x 128 x 2 B = 131072 B/token
     # vLLM reports whole 16-token blocks (2304 = 144 blocks, so no per-request rounding loss)
@@ -144,7 +145,8 @@ def test_missing_card_warns_not_fails(seed_points, cards, runners):
     p = seed_points[0]
     empty = CardSet(models={}, hardware=cards.hardware)
     v = preflight_points([p], cards=empty, runners=runners, launches={p.point_id: hand_launch(p)})[0]
-    assert v.check("memory").status == "warn" and "memory unverifiable: no card for 'dsv41flash'" in v.check("memory").message
+    memory = v.check("memory")
+    assert memory.status == "warn" and "memory unverifiable: no card for 'dsv41flash'" in memory.message
 
 
 def test_options_default_fanout_and_runtime_override(seed_points, cards, runners):
@@ -157,7 +159,8 @@ def test_options_default_fanout_and_runtime_override(seed_points, cards, runners
 
 def test_kv_dram_offload_counts_host_memory_and_needs_facts(seed_points, cards, runners):
     p = _tp(seed_points, 4)[0].model_copy(update={"kv_offloading": "dram", "total_cpu_dram_gb": 1499})
-    s = engine_settings("vllm", hand_launch(p, offload=False).argv, {}, capacity_bytes=cards.hardware["mi355x"].memory, point_tp=4)
+    s = engine_settings("vllm", hand_launch(p, offload=False).argv, {}, capacity_bytes=cards.hardware["mi355x"].memory,
+                        point_tp=4)
     m = check_memory(p, s, cards.models["dsv41flash"], cards.hardware["mi355x"], node_facts(runners, p.runner))
     host = {x.component: x.bytes for x in m.host}
     assert host == {"KV offload (DRAM)": 1499 * GB} and m.servers_per_node == 2 and m.status == "ok"
@@ -167,8 +170,8 @@ def test_kv_dram_offload_counts_host_memory_and_needs_facts(seed_points, cards, 
 
 def test_kv_dtype_outside_card_options_warns(seed_points, cards, runners):
     p = _tp(seed_points, 4)[0]
-    v = preflight_points([p], cards=cards, runners=runners,
-                         launches={p.point_id: hand_launch(p, offload=False, extra=["--kv-cache-dtype", "fp8_e5m2"])})[0]
+    launch = hand_launch(p, offload=False, extra=["--kv-cache-dtype", "fp8_e5m2"])
+    v = preflight_points([p], cards=cards, runners=runners, launches={p.point_id: launch})[0]
     assert v.check("memory").status == "warn" and "fp8_e5m2" in v.check("memory").message
     v = preflight_points([p], cards=cards, runners=runners,
                          launches={p.point_id: hand_launch(p, offload=False, extra=["--kv-cache-dtype", "fp8"])})[0]

@@ -52,7 +52,7 @@ def test_seed_recipe_all_16_points_pass(seed_points, cards, runners):
     verdicts = _verdicts(seed_points, cards, runners, SEED_RECIPE.parent)
     assert len(verdicts) == 16
     assert [v.status for v in verdicts] == ["ok"] * 16, [v.reason for v in verdicts if v.status != "ok"]
-    tp2 = [v for v, p in zip(verdicts, seed_points) if p.tp == 2]
+    tp2 = [v for v, p in zip(verdicts, seed_points, strict=True) if p.tp == 2]
     assert len(tp2) == 8
     for v in tp2:
         m = v.memory
@@ -65,7 +65,7 @@ def test_seed_recipe_all_16_points_pass(seed_points, cards, runners):
         assert host["engram table"].bytes / GIB == pytest.approx(188.8, rel=1e-9)  # 188.8 GiB of host memory per server
         assert m.servers_per_node == 4  # with 4 servers per node
         assert m.host_per_server_bytes / GIB == pytest.approx(188.8, rel=1e-9)
-    for v, p in zip(verdicts, seed_points):
+    for v in verdicts:
         assert v.check("image-pinned").status == "ok"
         assert v.check("concurrency-headroom").status == "ok"
         assert v.check("cuda-graph-ceiling").status == "ok"
@@ -73,7 +73,7 @@ def test_seed_recipe_all_16_points_pass(seed_points, cards, runners):
 
 def test_without_tp2_offload_argument_tp2_fails_tp4_passes(seed_points, cards, runners, tmp_path):
     verdicts = _verdicts(seed_points, cards, runners, _recipe_dir(tmp_path, _drop_tp2_offload))
-    for v, p in zip(verdicts, seed_points):
+    for v, p in zip(verdicts, seed_points, strict=True):
         if p.tp == 4:
             assert v.status == "ok", v.reason
             continue
@@ -91,7 +91,7 @@ def test_without_tp2_offload_argument_tp2_fails_tp4_passes(seed_points, cards, r
 
 def test_forced_max_num_seqs_128_warns_at_c128(seed_points, cards, runners, tmp_path):
     verdicts = _verdicts(seed_points, cards, runners, _recipe_dir(tmp_path, _force_max_num_seqs))
-    for v, p in zip(verdicts, seed_points):
+    for v, p in zip(verdicts, seed_points, strict=True):
         c = v.check("concurrency-headroom")
         if p.conc == 128:
             assert c.status == "warn" and v.status == "warn", c.message
@@ -102,7 +102,8 @@ def test_forced_max_num_seqs_128_warns_at_c128(seed_points, cards, runners, tmp_
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "infx", "preflight", "--config-files", str(CONFIGS / "amd-master.yaml"),
+    return subprocess.run([sys.executable, "-m", "infx", "preflight",
+                           "--config-files", str(CONFIGS / "amd-master.yaml"),
                            "--runner-config", str(CONFIGS / "runners.yaml"), *args],
                           capture_output=True, text=True, cwd=REPO, timeout=120)
 

@@ -18,24 +18,30 @@ from infx.preflight.verdict import Check, PointVerdict
 def _v(name: str, *checks: Check) -> PointVerdict:
     from infx.preflight.verdict import worst
 
-    return PointVerdict(point_id=name, exp_name=name, runner="r", status=worst([c.status for c in checks]), checks=list(checks))
+    return PointVerdict(point_id=name, exp_name=name, runner="r", status=worst([c.status for c in checks]),
+                        checks=list(checks))
 
 
 def test_reasons_fold_figures_and_count_rows() -> None:
-    a = Check(name="memory", status="fail", message="needs 301.2 GB per GPU but the budget is 259.2 GB: short by 42.0 GB; more")
-    b = Check(name="memory", status="fail", message="needs 290.0 GB per GPU but the budget is 259.2 GB: short by 30.8 GB")
-    w = Check(name="memory", status="warn", message="memory unverifiable: no card for 'dsv4' (cards/models/dsv4.yaml)")
-    w2 = Check(name="memory", status="warn", message="memory unverifiable: no card for 'kimik3' (cards/models/kimik3.yaml)")
+    a = Check(name="memory", status="fail",
+              message="needs 301.2 GB per GPU but the budget is 259.2 GB: short by 42.0 GB; more")
+    b = Check(name="memory", status="fail",
+              message="needs 290.0 GB per GPU but the budget is 259.2 GB: short by 30.8 GB")
+    w = Check(name="memory", status="warn",
+              message="memory unverifiable: no card for 'dsv4' (cards/models/dsv4.yaml)")
+    w2 = Check(name="memory", status="warn",
+               message="memory unverifiable: no card for 'kimik3' (cards/models/kimik3.yaml)")
     ok = Check(name="image-pinned", status="ok", message="pinned")
     rows = reason_counts([_v("p1", a, ok), _v("p2", b), _v("p3", w), _v("p4", w2), _v("p5", ok), _v("p6", w, a)])
     assert rows[0] == ("fail", "memory: needs N per GPU but the budget is N: short by N", 3, "p1")
-    assert ("warn", "memory: memory unverifiable: no card for 'dsv4' (cards/models/dsv4.yaml)", 2, "p3") in rows  # the family stays named
+    # the family stays named
+    assert ("warn", "memory: memory unverifiable: no card for 'dsv4' (cards/models/dsv4.yaml)", 2, "p3") in rows
     assert ("warn", "memory: memory unverifiable: no card for 'kimik3' (cards/models/kimik3.yaml)", 1, "p4") in rows
     assert rows[-1] == ("ok", "every check passed", 1, "p5")
     assert reason_key("memory:prefill", "prefill x4 (8 GPU each): KV pool 3.1 GB holds 1,024 tokens") == \
         "memory:prefill: KV pool N holds N tokens"
-    assert reason_key("launch", "launch does not render: no recipe matches point 0a1b2c3d4e5f (model-prefix=dsr1, hardware=b200)") \
-        == "launch: launch does not render: no recipe matches point"
+    no_recipe = "launch does not render: no recipe matches point 0a1b2c3d4e5f (model-prefix=dsr1, hardware=b200)"
+    assert reason_key("launch", no_recipe) == "launch: launch does not render: no recipe matches point"
 
 
 def test_table_lists_verdicts_and_reasons() -> None:
@@ -54,7 +60,8 @@ def test_whole_catalog_json_one_record_per_row_and_table(compat: Path, tmp_path:
     for f in ("amd-master.yaml", "nvidia-master.yaml", "runners.yaml"):
         shutil.copy(compat / f, tmp_path / f)
     monkeypatch.chdir(tmp_path)
-    args = ["--config-files", "amd-master.yaml", "nvidia-master.yaml", "--runner-config", "runners.yaml", "--config-keys", "*"]
+    args = ["--config-files", "amd-master.yaml", "nvidia-master.yaml", "--runner-config", "runners.yaml",
+            "--config-keys", "*"]
     assert run(args + ["--json"]) == 1  # failing rows exit 1
     rows = json.loads(capsys.readouterr().out)
     assert len(rows) == 1820 and len({r["point_id"] for r in rows}) == 1820
@@ -81,7 +88,8 @@ def test_deployment_rows_print_a_breakdown_per_role(compat: Path) -> None:
 
     (p, *_) = select_points([str(compat / "nvidia-master.yaml")], str(compat / "runners.yaml"),
                             ["dsr1-fp4-b200-dynamo-trt"], evals="none", conc=None)
-    (v,) = preflight_points([p], runners=load_runners(compat / "runners.yaml"), launches={p.point_id: render_deployment(p)})
+    (v,) = preflight_points([p], runners=load_runners(compat / "runners.yaml"),
+                            launches={p.point_id: render_deployment(p)})
     out = io.StringIO()
     print_report([v], Console(file=out, width=220), details=True)
     text = out.getvalue()

@@ -14,8 +14,12 @@ from pathlib import Path
 
 from infx.repro.diffenv import diff_env, load_payload
 from infx.repro.replay import replay_launch
-from tests.engines.test_scripts import CORPUS, _launch, _pt, pytestmark, ws  # noqa: F401 - skips and the fixture
+from tests.engines import test_scripts
+from tests.engines.test_scripts import CORPUS, _launch, _pt
 from tests.repro.helpers import REPO, bundle
+
+pytestmark = test_scripts.pytestmark  # the same skips: no corpus, no bubblewrap
+ws = test_scripts.ws  # the corpus workspace fixture
 
 SCRIPT = "benchmarks/single_node/fixed_seq_len/dsr1_fp4_b200.sh"
 

@@ -1,6 +1,6 @@
-"""The rerun verdict (the shared noise-aware comparison over result.json's stats) and `infx repro --trials`, and the sweep's one bundle call: every measured point of a
-sweep (fake executors: no engine can run in a unit test) gets a receipt that verifies; re-measuring a point
-replaces it."""
+"""The rerun verdict (the shared noise-aware comparison over result.json's stats) and `infx repro --trials`,
+and the sweep's one bundle call: every measured point of a sweep (fake executors: no engine can run in a unit
+test) gets a receipt that verifies; re-measuring a point replaces it."""
 
 from __future__ import annotations
 

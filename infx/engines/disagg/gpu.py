@@ -17,10 +17,12 @@ launcher fills from the allocation's node list; plan renders show the role names
 
 from __future__ import annotations
 
+from typing import Literal
+
 import yaml
 
 from infx.diagnostics import Diagnostic, InfxError
-from infx.engines.disagg.model import Deployment, KVTransfer, Role, deployment_fingerprint
+from infx.engines.disagg.model import Deployment, KVTransfer, Role, RoleKind, deployment_fingerprint
 from infx.engines.disagg.roles import templated_launch
 from infx.engines.disagg.vllm_pd import kv_config
 from infx.matrix.point import Point, Worker
@@ -55,16 +57,29 @@ def _served(point: Point) -> str:
     return point.model
 
 
-def _worker_role(point: Point, kind: str, w: Worker, engine: str, template: list[str], *, files=None,
-                 env=None, shape: tuple[int, int] | None = None) -> Role:
+WorkerKind = Literal["prefill", "decode"]
+
+
+def _pools(point: Point) -> list[tuple[WorkerKind, Worker]]:
+    """The worker pools of a multinode point, prefill first; a pool of no workers is left out (aggregated
+    multinode rows: decode workers only serve)."""
+    assert point.prefill and point.decode
+    pools: list[tuple[WorkerKind, Worker]] = [("prefill", point.prefill), ("decode", point.decode)]
+    return [(kind, w) for kind, w in pools if w.num_worker != 0]
+
+
+def _worker_role(point: Point, kind: WorkerKind, w: Worker, engine: str, template: list[str], *,
+                 files: dict[str, str] | None = None, env: dict[str, str] | None = None,
+                 shape: tuple[int, int] | None = None) -> Role:
     """``shape``: (instances, GPUs per instance) when they are not the catalog's ``num-worker`` and
     ``tp x pp x pcp`` (vLLM data parallelism, :func:`vllm_parallel`)."""
     launch = templated_launch(engine=engine, recipe=f"{point.framework}-{kind}", image=point.image,
-                              template=template, values=_values(point), port=WORKER_PORT, host="{" + f"{kind}_host" + "}",
+                              template=template, values=_values(point), port=WORKER_PORT,
+                              host="{" + f"{kind}_host" + "}",
                               served_model_name=_served(point), model_path=point.model, env=env, files=files,
                               runtime="slurm", consumed=[kind])
     count, gpus = shape if shape is not None else (w.num_worker, w.tp * w.pp * w.pcp_size)
-    return Role(name=kind, kind=kind, count=count, gpus_per_instance=gpus,  # type: ignore[arg-type]
+    return Role(name=kind, kind=kind, count=count, gpus_per_instance=gpus,
                 tp=w.tp, ep=w.ep, dp_attn=w.dp_attn, launch=launch)
 
 
@@ -111,12 +126,12 @@ def vllm_topology_flags(w: Worker) -> tuple[list[str], int, int]:
     return flags, count, tp * dp * w.pp * w.pcp_size
 
 
-def _entry_role(point: Point, name: str, kind: str, engine: str, template: list[str], recipe: str,
+def _entry_role(point: Point, name: str, kind: RoleKind, engine: str, template: list[str], recipe: str,
                 readiness: str = "/health") -> Role:
     launch = templated_launch(engine=engine, recipe=recipe, image=point.image, template=template, values=_values(point),
                               port=PORT, host="{entry_host}", served_model_name=_served(point), model_path=point.model,
                               readiness_path=readiness, runtime="slurm", consumed=["router"])
-    return Role(name=name, kind=kind, launch=launch)  # type: ignore[arg-type]
+    return Role(name=name, kind=kind, launch=launch)
 
 
 def _settings(w: Worker) -> dict[str, str]:
@@ -153,15 +168,13 @@ def render_sglang_disagg(point: Point) -> Deployment:
     assert point.prefill and point.decode
     backend = SGLANG_BACKENDS.get(point.kv_p2p_transfer or "", point.kv_p2p_transfer or "mooncake")
     roles = []
-    for kind, w in (("prefill", point.prefill), ("decode", point.decode)):
-        if w.num_worker == 0:
-            continue
+    for kind, w in _pools(point):
         argv = ["python3", "-m", "sglang.launch_server", "--model-path", point.model, "--trust-remote-code",
                 *_sglang_flags(w)]
         if _disagg(point):
             argv += ["--disaggregation-mode", kind, "--disaggregation-transfer-backend", backend]
         argv += ["--host", "0.0.0.0", "--port", "{worker_port}"]
-        roles.append(_worker_role(point, kind, point.prefill if kind == "prefill" else point.decode, "sglang", argv))
+        roles.append(_worker_role(point, kind, w, "sglang", argv))
     if _disagg(point):
         router = ["python3", "-m", "sglang_router.launch_router", "--pd-disaggregation",
                   "--prefill", "http://{prefill_host}:{worker_port}", "--decode", "http://{decode_host}:{worker_port}"]
@@ -171,7 +184,8 @@ def render_sglang_disagg(point: Point) -> Deployment:
                   "http://{" + pool + "_host}:{worker_port}"]
     router += ["--host", "0.0.0.0", "--port", "{port}"]
     version = point.router.version if point.router else None
-    roles.append(_entry_role(point, "router", "router", "sglang-router", router, f"sglang-router=={version or 'image'}"))
+    roles.append(_entry_role(point, "router", "router", "sglang-router", router,
+                             f"sglang-router=={version or 'image'}"))
     kv = KVTransfer(name=point.kv_p2p_transfer or backend, connector=backend) if _disagg(point) else None
     return Deployment(framework=point.framework, point_id=point.point_id, roles=roles, entry="router", kv_transfer=kv,
                       disagg=_disagg(point), fingerprint=deployment_fingerprint(point.framework, roles, kv))
@@ -194,7 +208,7 @@ def _infra_roles(point: Point) -> list[Role]:
 DYNAMO_ENV = {"ETCD_ENDPOINTS": "http://{entry_host}:2379", "NATS_SERVER": "nats://{entry_host}:4222"}
 
 
-def _dynamo_worker(point: Point, kind: str, w: Worker) -> tuple[list[str], dict[str, str]]:
+def _dynamo_worker(point: Point, kind: WorkerKind, w: Worker) -> tuple[list[str], dict[str, str]]:
     """(argv, files) of one Dynamo worker of the pool."""
     fw = point.framework.split("-", 1)[1]
     kv = point.kv_p2p_transfer
@@ -213,8 +227,8 @@ def _dynamo_worker(point: Point, kind: str, w: Worker) -> tuple[list[str], dict[
                      SGLANG_BACKENDS.get(kv or "", kv or "nixl")]
         return argv, {}
     # trtllm: parallelism lives in the engine options file
-    opts = {"tensor_parallel_size": w.tp, "moe_expert_parallel_size": w.ep, "enable_attention_dp": w.dp_attn,
-            "pipeline_parallel_size": w.pp}
+    opts: dict[str, object] = {"tensor_parallel_size": w.tp, "moe_expert_parallel_size": w.ep,
+                               "enable_attention_dp": w.dp_attn, "pipeline_parallel_size": w.pp}
     if _disagg(point):
         opts["cache_transceiver_config"] = {"backend": TRT_BACKENDS.get(kv or "", (kv or "nixl").upper())}
     name = f"{kind}.yaml"
@@ -227,9 +241,7 @@ def _dynamo_worker(point: Point, kind: str, w: Worker) -> tuple[list[str], dict[
 def render_dynamo(point: Point) -> Deployment:
     assert point.prefill and point.decode
     roles = _infra_roles(point)
-    for kind, w in (("prefill", point.prefill), ("decode", point.decode)):
-        if w.num_worker == 0:
-            continue  # aggregated multinode rows: decode workers only serve
+    for kind, w in _pools(point):
         argv, files = _dynamo_worker(point, kind, w)
         shape = vllm_topology_flags(w)[1:] if point.framework == "dynamo-vllm" else None
         roles.append(_worker_role(point, kind, w, point.framework, argv, files=files, env=DYNAMO_ENV, shape=shape))
@@ -249,9 +261,7 @@ def render_dynamo(point: Point) -> Deployment:
 def render_vllm_nixl(point: Point) -> Deployment:
     assert point.prefill and point.decode
     roles = []
-    for kind, w in (("prefill", point.prefill), ("decode", point.decode)):
-        if w.num_worker == 0:
-            continue
+    for kind, w in _pools(point):
         flags, count, gpus = vllm_topology_flags(w)
         argv = ["vllm", "serve", point.model, *flags[:2], "--host", "0.0.0.0", "--port", "{worker_port}", *flags[2:]]
         if _disagg(point):
@@ -273,7 +283,8 @@ def render_vllm_nixl(point: Point) -> Deployment:
         notes.append("llm-d's Kubernetes gateway (llm-d-router) is not rendered: vllm-router fronts the same "
                      "vLLM + NixlConnector workers")
     return Deployment(framework=point.framework, point_id=point.point_id, roles=roles, entry="router", kv_transfer=kv,
-                      disagg=_disagg(point), notes=notes, fingerprint=deployment_fingerprint(point.framework, roles, kv))
+                      disagg=_disagg(point), notes=notes,
+                      fingerprint=deployment_fingerprint(point.framework, roles, kv))
 
 
 def unsupported(point: Point) -> InfxError:

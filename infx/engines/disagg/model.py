@@ -143,10 +143,11 @@ class Deployment(_Model):
 def deployment_fingerprint(framework: str, roles: list[Role], kv: KVTransfer | None) -> str:
     """sha256 over the roles (name, count, GPUs, port-free launch fingerprint) and the KV transfer
     (a per-run shared directory is left out: it is created fresh for every start)."""
+    kv_settings = None if kv is None else sorted(
+        (k, v) for k, v in kv.settings.items() if not (kv.shared_dir and k == "shared_storage_path"))
     blob = json.dumps({
         "framework": framework,
         "roles": [[r.name, r.kind, r.count, r.gpus_per_instance, r.launch.fingerprint] for r in roles],
-        "kv": None if kv is None else [kv.name, kv.connector, sorted((k, v) for k, v in kv.settings.items()
-                                                                      if not (kv.shared_dir and k == "shared_storage_path"))],
+        "kv": None if kv is None else [kv.name, kv.connector, kv_settings],
     }, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()

@@ -4,8 +4,9 @@ The allocation holds every node the worker pools take, each pool on nodes of its
 runs disaggregated rows, and as :func:`infx.sweep.deployment.allocation` sizes the ``sbatch``): the
 prefill pool from node 0, the decode pool on the nodes after it. A pool of ``count`` instances of ``g``
 GPUs takes ``ceil(count x g / gpus_per_node)`` nodes and runs as one step of ``count`` tasks with ``g``
-GPUs each (an instance larger than a node: one task per node, all of that node's GPUs). Routers, frontends, infrastructure and CPU-only workers run on node 0. Steps are pinned with
-``srun --relative``: the node offset inside the job's node list.
+GPUs each (an instance larger than a node: one task per node, all of that node's GPUs). Routers,
+frontends, infrastructure and CPU-only workers run on node 0. Steps are pinned with ``srun --relative``:
+the node offset inside the job's node list.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from pathlib import Path
 from infx.engines.disagg.model import Deployment, Role
 from infx.engines.disagg.placement import PlacementError, RolePlacement, place
 from infx.engines.ports import PortClaims, lost_port
-from infx.engines.server import _group_alive, http_ok, kill_group, port_is_free
+from infx.engines.server import _group_alive, http_ok, port_is_free, read_log, stop_group
 
 
 class RoleFailure(Exception):
@@ -105,12 +105,7 @@ class RoleProcess:
 
     def log_text(self) -> str:
         """This launch's log (an earlier launch's lines in the same file are not part of it)."""
-        try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(self.log_offset)
-                return fh.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
+        return read_log(self.log_path, self.log_offset)
 
     def tail(self, lines: int = 30) -> str:
         return "".join(self.log_text().splitlines(True)[-lines:])
@@ -133,11 +128,7 @@ class RoleProcess:
         if self.proc is None:
             return
         t0 = time.monotonic()
-        kill_group(self.proc.pid, grace=grace)
-        try:
-            self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL already sent
-            pass
+        stop_group(self.proc, grace)
         self.stop_s = time.monotonic() - t0
 
     def group_alive(self) -> bool:
@@ -231,7 +222,8 @@ class DeploymentProcess:
             alt = self.render(other).role(name).launch.argv
             if len(alt) != len(base):
                 raise RoleFailure(name, "placement", f"its argv changes length with port {key}; no step port")
-            slots += [f"--slot={key}={i}:{self.ports[key]}" for i, (a, b) in enumerate(zip(base, alt)) if a != b]
+            slots += [f"--slot={key}={i}:{self.ports[key]}"
+                      for i, (a, b) in enumerate(zip(base, alt, strict=True)) if a != b]
         record = self.step_record_path(name)
         record.unlink(missing_ok=True)
         return [sys.executable, "-m", "infx.engines.portstep", "--record", str(record), "--host", rp.role.launch.host,

@@ -6,17 +6,21 @@ Dispatch by the row's framework; a framework no adapter covers is a clear per-fr
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.engines.disagg.model import Deployment
 from infx.matrix.point import Point
+
+if TYPE_CHECKING:
+    from infx.engines.recipes import RecipeSet
 
 
 def is_cpu_example_connector(point: Point) -> bool:
     return point.framework == "vllm" and (point.kv_p2p_transfer or "") == "example-connector"
 
 
-def render_deployment(point: Point, recipes: object = None, *, port: int = 8000,
+def render_deployment(point: Point, recipes: RecipeSet | None = None, *, port: int = 8000,
                       ports: Mapping[str, int] | None = None, kv_dir: str | None = None) -> Deployment:
     """Raises :class:`InfxError` for a single-node point, a bad topology or an uncovered framework."""
     from infx.engines.disagg import gpu, vllm_pd

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from infx.engines.launch import Launch, fingerprint
+from infx.engines.launch import Launch, Runtime, fingerprint
 
 
 def substitute(items: list[str], values: Mapping[str, object]) -> list[str]:
@@ -25,12 +25,12 @@ def substitute(items: list[str], values: Mapping[str, object]) -> list[str]:
 def templated_launch(*, engine: str, recipe: str, image: str, template: list[str], values: Mapping[str, object],
                      port: int, served_model_name: str, model_path: str, env: dict[str, str] | None = None,
                      host: str = "127.0.0.1", readiness_path: str = "/health", metrics_path: str = "/metrics",
-                     runtime: str = "local", files: dict[str, str] | None = None,
+                     runtime: Runtime = "local", files: dict[str, str] | None = None,
                      consumed: list[str] | None = None) -> Launch:
     env_template = dict(env or {})
     env_values = {k: substitute([v], values)[0] for k, v in env_template.items()}
     return Launch(
-        engine=engine, recipe=recipe, image=image, runtime=runtime,  # type: ignore[arg-type]
+        engine=engine, recipe=recipe, image=image, runtime=runtime,
         argv=substitute(template, values), env=env_values, files=dict(files or {}),
         fingerprint=fingerprint(image, template + [f"file:{k}={v}" for k, v in sorted((files or {}).items())],
                                 env_template),

@@ -16,12 +16,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.engines.disagg.model import Deployment, KVTransfer, Role, deployment_fingerprint
 from infx.engines.disagg.roles import templated_launch, with_extra_args
 from infx.engines.launch import Launch
 from infx.matrix.point import Point, Worker
+
+if TYPE_CHECKING:
+    from infx.engines.recipes import RecipeSet
 
 ROUTER_VERSION = "0.1.17"
 KV_DIR = "{kv_dir}"
@@ -77,7 +81,7 @@ def port_keys(role: str) -> list[str]:
     return [f"{kind}_{index or 0}"]
 
 
-def render_cpu_pd(point: Point, recipes: object, port: int, ports: Mapping[str, int] | None = None,
+def render_cpu_pd(point: Point, recipes: RecipeSet, port: int, ports: Mapping[str, int] | None = None,
                   kv_dir: str = KV_DIR) -> Deployment:
     """The real CPU deployment: recipe-rendered vLLM-CPU workers + ExampleConnector + vllm-router."""
     from infx.engines.render import render_launch
@@ -88,15 +92,17 @@ def render_cpu_pd(point: Point, recipes: object, port: int, ports: Mapping[str, 
                     settings={"shared_storage_path": kv_dir}, shared_dir=True)
     roles: list[Role] = []
     urls: dict[str, list[str]] = {"prefill": [], "decode": []}
-    for kind, w, kv_role in (("prefill", point.prefill, "kv_producer"), ("decode", point.decode, "kv_consumer")):
+    pools: list[tuple[Literal["prefill", "decode"], Worker, str]] = [
+        ("prefill", point.prefill, "kv_producer"), ("decode", point.decode, "kv_consumer")]
+    for kind, w, kv_role in pools:
         rp = role_point(point, w)
         # one Role per instance: instances of a local pool need distinct ports
         for i in range(w.num_worker):
-            base: Launch = render_launch(rp, recipes, port=p[f"{kind}_{i}"])  # type: ignore[arg-type]
+            base: Launch = render_launch(rp, recipes, port=p[f"{kind}_{i}"])
             launch = with_extra_args(base, ["--kv-transfer-config", kv_config("ExampleConnector", kv_role,
                                             {"shared_storage_path": KV_DIR})], {"kv_dir": kv_dir})
             name = kind if w.num_worker == 1 else f"{kind}-{i}"
-            roles.append(Role(name=name, kind=kind, count=1, gpus_per_instance=w.tp * w.pp * w.pcp_size,  # type: ignore[arg-type]
+            roles.append(Role(name=name, kind=kind, count=1, gpus_per_instance=w.tp * w.pp * w.pcp_size,
                               tp=w.tp, ep=w.ep, dp_attn=w.dp_attn, launch=launch))
             urls[kind].append(launch.base_url)
     served = roles[0].launch.served_model_name
@@ -126,6 +132,7 @@ def check_cpu_pools(point: Point, where: str) -> None:
     bad = []
     for kind, w in (("prefill", point.prefill), ("decode", point.decode)):
         if w.tp * w.pp * w.pcp_size != 1:
-            bad.append(f"{kind} workers take {w.tp * w.pp * w.pcp_size} devices each; the CPU runner has one device per worker")
+            bad.append(f"{kind} workers take {w.tp * w.pp * w.pcp_size} devices each; "
+                       "the CPU runner has one device per worker")
     if bad:
         raise InfxError([Diagnostic(f"{where}: point {point.point_id}: {m}") for m in bad])

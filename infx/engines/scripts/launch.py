@@ -23,7 +23,8 @@ from infx.matrix.point import Point
 
 
 def _fail(point: Point, source: ScriptSource, sr: ScriptRender, msg: str) -> InfxError:
-    return InfxError(Diagnostic(f"point {point.point_id}: {msg}", file=str(source.root / sr.script), line=sr.error_line))
+    return InfxError(Diagnostic(f"point {point.point_id}: {msg}", file=str(source.root / sr.script),
+                                line=sr.error_line))
 
 
 def script_launch(point: Point, source: ScriptSource, lookup: ScriptLookup, hw: Hardware, *, port: int = 8000,
@@ -43,14 +44,16 @@ def script_launch(point: Point, source: ScriptSource, lookup: ScriptLookup, hw: 
             raise _fail(point, source, r, r.error)
     assert sr.server is not None
     if any(r.server is not None and r.server.argv != sr.server.argv for r in renders[1:]):
-        raise _fail(point, source, sr, "the script launches a different server at each concurrency; give one conc per point")
+        raise _fail(point, source, sr,
+                    "the script launches a different server at each concurrency; give one conc per point")
     env = server_env(sr, workflow_env(point, point.concs[0], lookup.path))
     argv = port_free([sr.server.name, *sr.server.argv])
     files: dict[str, str] = {}
     for name, text in sr.server.files.items():
         base = PurePosixPath(name).name
         files[base] = text
-        argv = [base if a == name else (a.replace("=" + name, "=" + base) if a.endswith("=" + name) else a) for a in argv]
+        argv = [base if a == name else (a.replace("=" + name, "=" + base) if a.endswith("=" + name) else a)
+                for a in argv]
     engine_argv = python_for_local(argv) if runtime == "local" else argv
     options = options or RuntimeOptions()
     hashes = script_hashes(sr.script, sr.script_sha256, sr.lib_sha256)

@@ -58,7 +58,8 @@ def script_names(point: Point, hw: str) -> list[str]:
         names.append(f"{base}{spec}.sh")
     else:
         names.append(f"{base}_{point.framework}{spec}.sh")  # FRAMEWORK_TAGGED, and any other token
-        legacy = "_trt" if point.framework == "trt" else ("_atom" if point.framework == "atom" and hw == "mi355x" else "")
+        legacy = ("_trt" if point.framework == "trt"
+                  else "_atom" if point.framework == "atom" and hw == "mi355x" else "")
         names.append(f"{base}{legacy}{spec}.sh")
     out: list[str] = []
     for n in names:
@@ -85,6 +86,11 @@ def locate_script(point: Point, root: Path, benchmarks: str = "benchmarks",
             # (a dangling link is found, and reported as unreadable when rendered)
             return ScriptLookup(hw=hw, tried=rels, path=rel)
     return ScriptLookup(hw=hw, tried=rels)
+
+
+def _compact_json(component: BaseModel | None) -> str:
+    """A component's metadata as the workflow passes it: compact JSON without unset fields; "" if none."""
+    return json.dumps(component.model_dump(exclude_none=True), separators=(",", ":")) if component is not None else ""
 
 
 def _s(v: object) -> str:
@@ -132,8 +138,8 @@ def workflow_env(point: Point, conc: int, script_rel: str) -> dict[str, str]:
         "IS_AGENTIC": "1" if agentic else "0",
         "KV_OFFLOADING": _s(point.kv_offloading),
         "KV_OFFLOAD_BACKEND": kvb.name if kvb else "",
-        "KV_OFFLOAD_BACKEND_METADATA": json.dumps(kvb.model_dump(exclude_none=True), separators=(",", ":")) if kvb else "",
-        "ROUTER_METADATA": json.dumps(point.router.model_dump(exclude_none=True), separators=(",", ":")) if point.router else "",
+        "KV_OFFLOAD_BACKEND_METADATA": _compact_json(kvb),
+        "ROUTER_METADATA": _compact_json(point.router),
         "KV_P2P_TRANSFER": "",
         "TOTAL_CPU_DRAM_GB": _s(point.total_cpu_dram_gb if point.total_cpu_dram_gb is not None else 0),
         "DURATION": _s(point.duration if point.duration is not None else 3600),

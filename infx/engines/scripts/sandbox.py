@@ -37,7 +37,8 @@ HERE = Path(__file__).parent / "sandbox"
 SHIM_NAMES = (
     "vllm", "python", "python3", "trtllm-serve", "mpirun", "numactl", "hf", "huggingface-cli", "nvidia-smi",
     "amd-smi", "rocm-smi", "rocminfo", "pip", "pip3", "uv", "uvx", "mooncake_master", "vllm-router",
-    "sglang-router", "sglang", "sleep", "sed", "curl", "wget", "git", "sudo", "docker", "apt-get", "modal", "lmcache_server", "lmcache", "aiperf",
+    "sglang-router", "sglang", "sleep", "sed", "curl", "wget", "git", "sudo", "docker", "apt-get", "modal",
+    "lmcache_server", "lmcache", "aiperf",
 )
 DEFAULT_TIMEOUT_S = 20.0
 #: Size of the sandbox's tmpfs ``/dev/shm``: Linux's default (half of RAM) on the biggest single node
@@ -167,7 +168,8 @@ def run_jobs(benchmarks_dir: Path, jobs: list[tuple[str, dict[str, str]]], *, st
         argv = [exe, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
                 "--setenv", "PATH", "/usr/bin:/bin", *_usr_binds(),
                 "--proc", "/proc", "--dev", "/dev", "--size", str(SHM_MIB * 1_048_576), "--tmpfs", "/dev/shm",
-                "--ro-bind", str(shims / "infiniband"), "/sys/class/infiniband", "--tmpfs", "/tmp", "--tmpfs", "/root", "--tmpfs", "/workspace",
+                "--ro-bind", str(shims / "infiniband"), "/sys/class/infiniband",
+                "--tmpfs", "/tmp", "--tmpfs", "/root", "--tmpfs", "/workspace",
                 "--ro-bind", str(shims), "/infx",
                 "--ro-bind", str(benchmarks_dir), "/workspace/benchmarks"]
         if lib.is_file():

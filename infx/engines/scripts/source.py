@@ -90,7 +90,8 @@ def _error_of(res: JobResult, script_name: str, timeout_s: float) -> tuple[str, 
     return text, line
 
 
-def build_render(rel: str, script_sha: str, lib_sha: str, env_sha: str, res: JobResult, timeout_s: float) -> ScriptRender:
+def build_render(rel: str, script_sha: str, lib_sha: str, env_sha: str, res: JobResult,
+                 timeout_s: float) -> ScriptRender:
     servers = [r for r in res.records if r.kind == "server"]
     client = [r for r in res.records if r.kind in ("client", "replay", "eval")]
     commands = [r.name for r in res.records if r.kind not in ("server", "client", "replay", "eval")]
@@ -204,8 +205,8 @@ class ScriptSource:
                 SANDBOX_CPU["seconds"] += sum(c for _, c in pairs)
         except RuntimeError as exc:  # SandboxUnavailable
             raise InfxError(Diagnostic(str(exc), file=str(self.benchmarks_dir))) from None
-        for b, res in zip(batches, results):
-            for (key, rel, ssha, env_sha, _env), r in zip(b, res):
+        for b, res in zip(batches, results, strict=True):
+            for (key, rel, ssha, env_sha, _env), r in zip(b, res, strict=True):
                 sr = build_render(rel, ssha, lib_sha, env_sha, r, self.timeout_s)
                 self.renders[key] = sr
                 self.stats["rendered"] += 1
