@@ -26,39 +26,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from infx.agentic.prompts import BlockTokenizer
 from infx.agentic.trace import SubagentEntry, Trace, TraceRequest
 from infx.loadgen.http import Target, make_session, stream_request
+from infx.metrics.run_config import ReplaySettings
 from infx.records import RequestRecord, RequestSpec
 
 SESSION_HEADER = "X-Session-ID"
 
 
-class ReplayConfig(BaseModel):
-    """How to replay (defaults follow the reference system's AIPerf flags where it has one)."""
-
-    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
-
-    concurrency: int = Field(ge=1, description="lanes: concurrent session trees, not requests")
-    duration_s: float | None = Field(3600.0, gt=0, description="stop issuing new requests after this")
-    max_sessions: int | None = Field(None, ge=1, description="stop after this many sessions (None: cycle until duration)")
-    trajectory_start_min: float = Field(0.25, ge=0, le=1)
-    trajectory_start_max: float = Field(0.75, ge=0, le=1)
-    idle_gap_cap_s: float = Field(300.0, ge=0)
-    time_scale: float = Field(1.0, ge=0, description="multiplies every idle gap (0: back to back)")
-    warmup_requests_per_lane: int = Field(10, ge=0)
-    error_rate_threshold: float = Field(0.10, ge=0, le=1)
-    abort_on_error_rate: bool = Field(True, description="stop early once the measured error rate is over the threshold")
-    abort_min_requests: int = Field(20, ge=1, description="...but only after this many measured requests finished")
-    drain_timeout_s: float = Field(60.0, ge=0)
-    seed: int = 42
-    cache_salt: str | None = Field(None, description="prompt salt; None: random per run (no cache hits across runs)")
-    max_context: int | None = Field(None, ge=1, description="skip requests whose in + out exceed this")
-    subagents: str = Field("parallel", pattern="^(parallel|sequential)$")
-    stall_timeout_s: float = Field(120.0, gt=0)
-    total_timeout_s: float | None = Field(1800.0, gt=0)
+class ReplayConfig(ReplaySettings):
+    """How to replay: the settings a result records (:class:`~infx.metrics.run_config.ReplaySettings`) and
+    the rules between them."""
 
     @model_validator(mode="after")
     def _ratio(self) -> ReplayConfig:

@@ -10,29 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from infx.agentic.trace import SubagentEntry, Trace, TraceRequest
-
-
-class Dist(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    count: int
-    min: float | None = None
-    p50: float | None = None
-    mean: float | None = None
-    p90: float | None = None
-    max: float | None = None
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> Dist:
-        if not values:
-            return cls(count=0)
-        a = np.asarray(values, dtype=float)
-        return cls(count=len(a), min=float(a.min()), p50=float(np.percentile(a, 50)), mean=float(a.mean()),
-                   p90=float(np.percentile(a, 90)), max=float(a.max()))
+from infx.metrics.sections import Dist
 
 
 class TraceStats(BaseModel):

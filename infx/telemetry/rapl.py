@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infx.atomic import write_text
+from infx.metrics.sections import CpuEnergy
 from infx.telemetry.energy import Series, value_at, window_gap
-from infx.telemetry.models import MAX_SAMPLE_GAP_S, BenchWindow, CpuEnergy
+from infx.telemetry.models import MAX_SAMPLE_GAP_S, BenchWindow
 from infx.telemetry.reasons import Reason, add
 
 DEFAULT_ROOT = "/sys/class/powercap"

@@ -53,7 +53,7 @@ def test_concurrency_8_shows_in_engine_state_and_power_follows_the_window(vllm_s
         100 * duration / run.result.metrics.total_output_tokens, abs=1e-6)
     assert (tmp_path / GPU_FILE).is_file() and "engine_state.jsonl" in summary.files
     stored = attach(run.result, summary)
-    assert stored.extra["telemetry"]["power"]["power_metric_schema_version"] == 2
+    assert stored.extra.telemetry is not None and stored.extra.telemetry.power["power_metric_schema_version"] == 2
 
 
 def test_prefix_cache_counters_move_in_agentic_replay(vllm_server, tmp_path: Path) -> None:
