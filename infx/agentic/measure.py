@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -70,15 +70,15 @@ def build_result(
     if not finished:
         checks.append(Check(name="error_rate", status="fail", detail="no request was measured"))
     else:
-        status = "fail" if err_rate > cfg.error_rate_threshold or outcome.abort_reason else "ok"
+        status: Literal["ok", "fail"] = "fail" if err_rate > cfg.error_rate_threshold or outcome.abort_reason else "ok"
         detail = f"{len(errors)}/{len(finished)} failed ({err_rate:.1%}, threshold {cfg.error_rate_threshold:.0%})"
         if outcome.abort_reason:
             detail += f"; replay stopped early: {outcome.abort_reason}"
         checks.append(Check(name="error_rate", status=status, detail=detail))
     from infx.loadgen import checks as lg
 
-    checks += [lg.check_accounting(profiled, metrics, outcome.issued_measured), lg.check_output_lengths(profiled), lg.check_first_token(profiled),
-               lg.check_single_finish(profiled), lg.check_input_lengths(profiled)]
+    checks += [lg.check_accounting(profiled, metrics, outcome.issued_measured), lg.check_output_lengths(profiled),
+               lg.check_first_token(profiled), lg.check_single_finish(profiled), lg.check_input_lengths(profiled)]
     if outcome.skipped_requests:
         checks.append(Check(name="max_context", status="warn",
                             detail=f"{outcome.skipped_requests} requests over --max-context were skipped"))

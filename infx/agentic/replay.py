@@ -24,6 +24,7 @@ import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
@@ -33,6 +34,9 @@ from infx.agentic.trace import SubagentEntry, Trace, TraceRequest
 from infx.loadgen.http import Target, make_session, stream_request
 from infx.metrics.run_config import ReplaySettings
 from infx.records import RequestRecord, RequestSpec
+
+if TYPE_CHECKING:
+    import aiohttp
 
 SESSION_HEADER = "X-Session-ID"
 
@@ -168,7 +172,12 @@ class _Run:
         self.issued_measured = 0  # measured requests sent (each must come back as one record)
         self.errors = 0
         self.aborted: str | None = None
-        self.http = None
+        self._http: aiohttp.ClientSession | None = None
+
+    @property
+    def http(self) -> aiohttp.ClientSession:
+        assert self._http is not None, "the replay's HTTP session opens in run()"
+        return self._http
 
     def blocks_for(self, block_size: int) -> BlockTokenizer:
         got = self._by_size.get(block_size)
@@ -320,12 +329,13 @@ class _Run:
                            max_tokens=1, ignore_eos=True, warmup=True)
         rec = await stream_request(self.http, spec, self.target)
         if not rec.ok or rec.prompt_tokens is None:
-            raise ReplayError(f"probe request failed: {rec.error_class or 'no usage.prompt_tokens'}: {rec.error_message or ''}".strip())
+            why = rec.error_class or "no usage.prompt_tokens"
+            raise ReplayError(f"probe request failed: {why}: {rec.error_message or ''}".strip())
         self.overhead = rec.prompt_tokens - probe_words
 
     async def run(self) -> ReplayOutcome:
         cfg = self.cfg
-        self.http = make_session()
+        self._http = make_session()
         wall0 = time.time()
         t0 = time.monotonic_ns()
         stopped_by = "sessions"
@@ -348,7 +358,7 @@ class _Run:
             if pending:
                 stopped_by = "duration"
                 self.stop.set()
-                done, pending = await asyncio.wait(pending, timeout=cfg.drain_timeout_s)
+                _, pending = await asyncio.wait(pending, timeout=cfg.drain_timeout_s)
                 for t in pending:
                     t.cancel()
                 if pending:
@@ -375,7 +385,8 @@ class ReplayError(Exception):
     """The replay could not run at all (server unreachable, probe failed)."""
 
 
-async def replay_async(traces: Sequence[Trace], blocks: BlockTokenizer, target: Target, cfg: ReplayConfig) -> ReplayOutcome:
+async def replay_async(traces: Sequence[Trace], blocks: BlockTokenizer, target: Target,
+                       cfg: ReplayConfig) -> ReplayOutcome:
     return await _Run(traces, blocks, target, cfg).run()
 
 

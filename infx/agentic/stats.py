@@ -9,11 +9,15 @@ over its input tokens. It is the "theoretical cache hit rate" of the reference s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from infx.agentic.trace import SubagentEntry, Trace, TraceRequest
 from infx.metrics.sections import Dist
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 class TraceStats(BaseModel):
@@ -70,8 +74,16 @@ def prefix_hits(trace: Trace) -> list[tuple[TraceRequest, int]]:
 
 
 def trace_stats(traces: Sequence[Trace]) -> TraceStats:
-    main_turns, per_session, subs, n_stretch, widths = [], [], [], [], []
-    ins, outs, max_ctx, reuse, spans = [], [], [], [], []
+    main_turns: list[int] = []
+    per_session: list[int] = []
+    subs: list[int] = []
+    n_stretch: list[int] = []
+    widths: list[int] = []
+    ins: list[int] = []
+    outs: list[int] = []
+    max_ctx: list[int] = []
+    reuse: list[float] = []
+    spans: list[float] = []
     hit_tok = in_tok = 0
     sub_reqs = 0
     for tr in traces:
@@ -102,7 +114,7 @@ def trace_stats(traces: Sequence[Trace]) -> TraceStats:
     )
 
 
-def render_stats(stats: TraceStats, title: str = "traces"):
+def render_stats(stats: TraceStats, title: str = "traces") -> Table:
     """A rich Table of the distributions."""
     from rich.table import Table
 

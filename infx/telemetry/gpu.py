@@ -87,11 +87,11 @@ def wait_next_rows(paths: list[Path], timeout_s: float) -> None:
     grows past its size now), or give up after ``timeout_s``. The closing one-shot then only adds a sample,
     so a slow one-shot (nvidia-smi without persistence mode, an ``srun`` step) cannot open a gap at the end."""
     before = [_size(p) for p in paths]
-    if _poll_until(lambda: all(_size(p) > b for p, b in zip(paths, before)), timeout_s):
+    if _poll_until(lambda: all(_size(p) > b for p, b in zip(paths, before, strict=True)), timeout_s):
         time.sleep(0.1)  # the rest of that sample's rows (one per device)
 
 
-def _stop(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
+def _stop(proc: subprocess.Popen[bytes] | subprocess.Popen[str], timeout: float = 5.0) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:

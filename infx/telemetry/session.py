@@ -3,8 +3,9 @@ the load generator's measured window and summarise into ``result.json`` ``extra.
 
 The window is the result's own (:meth:`~infx.metrics.result.BenchResult.window`: its clock anchor, a
 monotonic and a unix reading taken together, maps the measured window to the wall clock), so samples
-(stamped with the wall clock) and the window share one clock. Sampling never touches the load generator's event loop: the GPU tools are subprocesses, RAPL
-and ``/metrics`` are daemon threads that sleep between one small read a second.
+(stamped with the wall clock) and the window share one clock. Sampling never touches the load generator's
+event loop: the GPU tools are subprocesses, RAPL and ``/metrics`` are daemon threads that sleep between one
+small read a second.
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ class Telemetry:
         interval = self.options.interval_s
         self.gpu: NvidiaSmiSampler | AmdSmiSampler | NodeSampler | None = None
         if node_devices and self.gpu_tool in ("nvidia-smi", "amd-smi"):
-            self.gpu = NodeSampler(self.gpu_tool, self.dir / GPU_FILE, node_devices, interval, self.options.amd_settle_s)
+            self.gpu = NodeSampler(self.gpu_tool, self.dir / GPU_FILE, node_devices, interval,
+                                   self.options.amd_settle_s)
         elif self.gpu_tool == "nvidia-smi":
             self.gpu = NvidiaSmiSampler(self.dir / GPU_FILE, devices, interval)
         elif self.gpu_tool == "amd-smi":
@@ -145,8 +147,9 @@ class Telemetry:
                 v = energy.validate_power(self.dir / GPU_FILE, window_of(result, tr), self.expected_gpus)
                 j = v.raw_metrics.get("joules_per_output_token") if v.power_valid else None
                 per_trial.append(float(j) if j is not None else None)
-        return TelemetrySummary(trial_joules_per_output_token=per_trial, gpu_tool=self.gpu_tool, expected_gpu_count=self.expected_gpus,
-                                power=validation.result_keys(), power_reasons=validation.reasons, cpu=cpu,
+        return TelemetrySummary(trial_joules_per_output_token=per_trial, gpu_tool=self.gpu_tool,
+                                expected_gpu_count=self.expected_gpus, power=validation.result_keys(),
+                                power_reasons=validation.reasons, cpu=cpu,
                                 gpu_energy_j=validation.raw_metrics.get("total_gpu_energy_j"),
                                 observed_gpu_count=validation.observed_gpu_count,
                                 engine=engine, theoretical_prefix_hit_rate=theoretical, warnings=self.warnings,

@@ -181,7 +181,8 @@ def test_goodput_counts_requests_meeting_every_slo():
     one_token = rec("d", send=0, chunks=[(40, 1)], end=40)  # no tpot: not held against it
     failed = rec("e", send=0, end=10, error="http_429")
     slo = {"ttft": 100.0, "tpot": 50.0}
-    assert [is_good(r, slo) for r in (fast, slow_ttft, slow_tpot, one_token, failed)] == [True, False, False, True, False]
+    goods = [is_good(r, slo) for r in (fast, slow_ttft, slow_tpot, one_token, failed)]
+    assert goods == [True, False, False, True, False]
     m = compute_metrics([fast, slow_ttft, slow_tpot, one_token, failed], window_ns=(0, 2000 * MS), goodput=slo)
     assert m.good_requests == 2
     assert m.good_fraction == pytest.approx(2 / 5)  # failures count in the denominator

@@ -37,8 +37,9 @@ def test_concurrency_8_shows_in_engine_state_and_power_follows_the_window(vllm_s
     eng = summary.engine
     assert eng is not None and eng.samples_in_window >= 2, eng
     assert eng.running_max is not None and 7 <= eng.running_max <= 8
-    # the plateau shows in the max; the mean over a ~8 s window (6 waves: 1 Hz scrapes see several) also holds the ramp-up and the last wave
-    # draining, which a loaded 2-core machine stretches (CI saw 4.25), so it only has to show a busy engine
+    # the plateau shows in the max; the mean over a ~8 s window (6 waves: 1 Hz scrapes see several) also holds
+    # the ramp-up and the last wave draining, which a loaded 2-core machine stretches (CI saw 4.25), so it only
+    # has to show a busy engine
     assert eng.running_mean is not None and eng.running_mean >= 2
     assert eng.kv_usage_max is not None and eng.kv_usage_max > 0
     # counters run from the last scrape before the window to the first after it: every measured token, plus
