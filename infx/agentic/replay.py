@@ -364,8 +364,9 @@ class _Run:
                 if pending:
                     await asyncio.wait(pending)
             for t in tasks:
-                if not t.cancelled() and t.exception() is not None:
-                    raise t.exception()  # type: ignore[misc]
+                exc = None if t.cancelled() else t.exception()
+                if exc is not None:
+                    raise exc
         finally:
             self.stop.set()
             await self.http.close()
