@@ -69,7 +69,7 @@ def test_invalid_power_keeps_throughput_and_says_why(tmp_path: Path) -> None:
 
 def test_internal_error_is_a_reason_not_a_crash(tmp_path: Path) -> None:
     tel = Telemetry(tmp_path, TelemetryOptions(gpu="none", cpu_energy=False))
-    summary = tel.finalize("not a result")  # type: ignore[arg-type]
+    summary = tel.finalize("not a result")  # type: ignore[arg-type]  # deliberately not a result
     assert summary.power_reasons == ["aggregation_internal_error"] and summary.power["power_valid"] == 0
 
 
