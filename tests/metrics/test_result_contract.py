@@ -127,3 +127,25 @@ def test_an_older_telemetry_summary_reads_with_defaults_and_is_stored_as_written
     assert isinstance(t, TelemetrySummary) and r.extra.power is None
     assert t.gpu_energy_j is None and t.observed_gpu_count == 0 and t.trial_joules_per_output_token == []
     assert t.as_written() == json.dumps(old)
+
+
+def test_the_repro_payload_reads_the_load_settings_from_the_typed_config(tmp_path: Path) -> None:
+    import shutil
+
+    from infx.matrix.point import Point
+    from infx.repro.writer import BundleContext, build_payload
+    from infx.sweep.profile import LoadProfile
+
+    for name, agentic in (("golden_tp1_conc2_1024_128", False), ("dsv41flash_tp2_conc2_kvnone_spec-mtp", True)):
+        d = tmp_path / name
+        shutil.copytree(GOLDEN / name, d)
+        point = Point.from_row(json.loads((d / "result.json").read_text())["point"])
+        payload = build_payload(d, BundleContext(run_id="golden", point=point, load=LoadProfile(seed=11)))
+        load = payload.load
+        assert load is not None
+        if agentic:  # the replay's settings live in the load profile
+            assert (load.seed, load.warmup_requests, load.num_prompts, load.concurrency) == (11, None, None, None)
+            assert payload.inputs.dataset == "agentic-trace"
+        else:  # the load generator's, as run (result.json config), over the profile's
+            assert (load.seed, load.warmup_requests, load.num_prompts, load.concurrency) == (7, 2, 8, 2)
+            assert payload.inputs.dataset == "random"
