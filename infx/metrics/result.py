@@ -203,8 +203,9 @@ class BenchResult(_Model):
         results from before the anchor, synthetic and hand-made ones) gives the window that ends at
         ``ended_at`` and lasts the measured duration; so does an agentic result that measured nothing."""
         clock = self.extra.clock
-        window_ns = trial.window_ns if trial is not None else None if clock is None else clock.window_ns
-        if clock is not None and window_ns is not None:
-            return Window(clock.to_unix(window_ns[0]), clock.to_unix(window_ns[1]))
+        if clock is not None:
+            window_ns = clock.window_ns if trial is None else trial.window_ns
+            if window_ns is not None:
+                return Window(clock.to_unix(window_ns[0]), clock.to_unix(window_ns[1]))
         ended_at, metrics = (self.ended_at, self.metrics) if trial is None else (trial.ended_at, trial.metrics)
         return Window(ended_at - metrics.throughput.duration_s, ended_at)
