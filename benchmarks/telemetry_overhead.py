@@ -71,9 +71,10 @@ def main() -> None:
                     scrapes += summary.engine.samples if summary.engine else 0
                 else:
                     run = execute(cfg)
-                c = run.result.extra["client"]
-                figures[mode].append(c["cpu_us_per_chunk"])
-                print(f"  round {rnd} {mode:7s}: {c['cpu_us_per_chunk']:7.1f} us CPU/chunk, {c['chunks']} chunks, "
+                c = run.result.extra.client
+                assert c is not None and c.cpu_us_per_chunk is not None
+                figures[mode].append(c.cpu_us_per_chunk)
+                print(f"  round {rnd} {mode:7s}: {c.cpu_us_per_chunk:7.1f} us CPU/chunk, {c.chunks} chunks, "
                       f"{run.result.metrics.throughput.output_tok_per_s:7.1f} tok/s, "
                       f"wall {time.monotonic() - t0:5.1f} s")
     finally:

@@ -131,7 +131,7 @@ class RequestRecord(_Model):
         send_ns: int,
         end_ns: int,
         worker: int | None = None,
-        error: tuple[str, str] | None = None,
+        error: tuple[ErrorClass, str] | None = None,
     ) -> RequestRecord:
         """A record carrying ``spec``'s identity and the send/end times (and ``(class, message)``
         when the request failed); the stream facts are filled in by the caller."""
@@ -151,7 +151,7 @@ class RequestRecord(_Model):
             end_ns=end_ns,
         )
         if error is not None:
-            rec.error_class, rec.error_message = error  # type: ignore[assignment]
+            rec.error_class, rec.error_message = error
         return rec
 
     @classmethod

@@ -151,11 +151,12 @@ def replay_cmd(
         typer.echo(f"error: replay could not run: {exc}", err=True)
         raise typer.Exit(1) from None
     m = result.metrics
-    ex = result.extra.get("agentic", {})
+    ex = result.extra.agentic
+    assert ex is not None  # the replay's result always carries its figures
     typer.echo(
         f"{m.completed}/{m.issued} ok, {m.throughput.output_tok_per_s:.1f} output tok/s, "
-        f"in-flight high-water {ex.get('in_flight_high_water')} (C={concurrency}), "
-        f"sessions {ex.get('sessions_started')} started / {ex.get('sessions_completed')} completed -> {out}"
+        f"in-flight high-water {ex.in_flight_high_water} (C={concurrency}), "
+        f"sessions {ex.sessions_started} started / {ex.sessions_completed} completed -> {out}"
     )
     for c in result.checks:
         if c.status != "ok":

@@ -1,7 +1,7 @@
 """Agentic measurement: the load generator's metrics plus session figures, as a ``BenchResult``.
 
 ``result.metrics`` is computed by the load generator's :func:`infx.metrics.compute.compute_metrics`
-over the profiled (non-warmup) records. ``result.extra["agentic"]`` adds what only a session replay
+over the profiled (non-warmup) records. ``result.extra.agentic`` adds what only a session replay
 knows: the in-flight high-water mark (the preflight headroom check sizes ``max-num-seqs`` from it),
 sessions started/completed, per-session distributions, agentic interactivity, prompt-length
 fidelity, and (when a ``/metrics`` URL is given) the server's prefix-cache hit rate over the run.
@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from infx import atomic
 from infx.agentic.replay import ReplayConfig, ReplayOutcome, SessionRecord, replay
-from infx.agentic.stats import Dist
 from infx.engine_page import EngineStateSample, scrape_once
 from infx.metrics.result import BenchResult, Check, Metrics
+from infx.metrics.run_config import AgenticRunConfig, ReplaySettings
+from infx.metrics.sections import AgenticFigures, Clock, Dist, ResultExtra, ServerPrefixCache
 from infx.records import RequestRecord, write_records
 
 SESSIONS_FILE = "sessions.jsonl.gz"
@@ -51,25 +52,6 @@ def _metrics(records: list[RequestRecord], gpus_per_server: int | None) -> Metri
     return compute_metrics(records, gpus=gpus_per_server)
 
 
-def session_figures(sessions: list[SessionRecord]) -> dict[str, Any]:
-    measured = [s for s in sessions if not s.warmup_only and s.ok > 0]
-    rates = [s.output_tokens / (s.busy_ns / 1e9) for s in measured if s.busy_ns > 0]
-    out: dict[str, Any] = {
-        "sessions_started": len(sessions),
-        "sessions_completed": sum(s.completed for s in sessions),
-        "sessions_measured": len(measured),
-        "session_requests": Dist.of([s.requests for s in measured]).model_dump(),
-        "session_subagent_requests": Dist.of([s.subagent_requests for s in measured]).model_dump(),
-        "session_duration_s": Dist.of([(s.end_ns - s.start_ns) / 1e9 for s in measured]).model_dump(),
-        "session_busy_s": Dist.of([s.busy_ns / 1e9 for s in measured]).model_dump(),
-        "session_max_in_flight": Dist.of([s.max_in_flight for s in measured]).model_dump(),
-        "agentic_interactivity": Dist.of(rates).model_dump(),
-        "agentic_interactivity_median": float(np.percentile(rates, 50)) if rates else None,
-        "agentic_interactivity_p90": float(np.percentile(rates, 10)) if rates else None,
-    }
-    return out
-
-
 def build_result(
     outcome: ReplayOutcome,
     cfg: ReplayConfig,
@@ -88,61 +70,75 @@ def build_result(
     if not finished:
         checks.append(Check(name="error_rate", status="fail", detail="no request was measured"))
     else:
-        status = "fail" if err_rate > cfg.error_rate_threshold or outcome.abort_reason else "ok"
+        status: Literal["ok", "fail"] = "fail" if err_rate > cfg.error_rate_threshold or outcome.abort_reason else "ok"
         detail = f"{len(errors)}/{len(finished)} failed ({err_rate:.1%}, threshold {cfg.error_rate_threshold:.0%})"
         if outcome.abort_reason:
             detail += f"; replay stopped early: {outcome.abort_reason}"
         checks.append(Check(name="error_rate", status=status, detail=detail))
     from infx.loadgen import checks as lg
 
-    checks += [lg.check_accounting(profiled, metrics, outcome.issued_measured), lg.check_output_lengths(profiled), lg.check_first_token(profiled),
-               lg.check_single_finish(profiled), lg.check_input_lengths(profiled)]
+    checks += [lg.check_accounting(profiled, metrics, outcome.issued_measured), lg.check_output_lengths(profiled),
+               lg.check_first_token(profiled), lg.check_single_finish(profiled), lg.check_input_lengths(profiled)]
     if outcome.skipped_requests:
         checks.append(Check(name="max_context", status="warn",
                             detail=f"{outcome.skipped_requests} requests over --max-context were skipped"))
-    extra: dict[str, Any] = {
-        "in_flight_high_water": outcome.in_flight_high_water,
-        "in_flight_high_water_profiled": outcome.in_flight_high_water_profiled,
-        "concurrency": cfg.concurrency,
-        "records_total": len(outcome.records),
-        "records_warmup": len(outcome.records) - len(profiled),
-        "records_cancelled": sum(r.error_class == "cancelled" for r in outcome.records),
-        "error_rate": err_rate,
-        "chat_overhead_tokens": outcome.chat_overhead_tokens,
-        "prompt_token_mismatches": outcome.prompt_token_mismatches,
-        "skipped_requests": outcome.skipped_requests,
-        "cache_salt": outcome.cache_salt,
-        "stopped_by": outcome.stopped_by,
-        "abort_reason": outcome.abort_reason,
-        "mean_in_flight": _mean_in_flight(profiled),
-        "trace_file": trace_file,
-    }
-    extra.update(session_figures(outcome.sessions))
+    cache = None
     if server_cache is not None:
         (h0, q0), (h1, q1) = server_cache
         dq = q1 - q0
-        extra["server_prefix_cache"] = {"hits": h1 - h0, "queries": dq, "hit_rate": (h1 - h0) / dq if dq > 0 else None}
+        cache = ServerPrefixCache(hits=h1 - h0, queries=dq, hit_rate=(h1 - h0) / dq if dq > 0 else None)
+    sessions = outcome.sessions
+    measured = [s for s in sessions if not s.warmup_only and s.ok > 0]
+    rates = [s.output_tokens / (s.busy_ns / 1e9) for s in measured if s.busy_ns > 0]
+    figures = AgenticFigures(
+        in_flight_high_water=outcome.in_flight_high_water,
+        in_flight_high_water_profiled=outcome.in_flight_high_water_profiled,
+        concurrency=cfg.concurrency,
+        records_total=len(outcome.records),
+        records_warmup=len(outcome.records) - len(profiled),
+        records_cancelled=sum(r.error_class == "cancelled" for r in outcome.records),
+        error_rate=err_rate,
+        chat_overhead_tokens=outcome.chat_overhead_tokens,
+        prompt_token_mismatches=outcome.prompt_token_mismatches,
+        skipped_requests=outcome.skipped_requests,
+        cache_salt=outcome.cache_salt,
+        stopped_by=outcome.stopped_by,
+        abort_reason=outcome.abort_reason,
+        mean_in_flight=_mean_in_flight(profiled),
+        trace_file=trace_file,
+        sessions_started=len(sessions),
+        sessions_completed=sum(s.completed for s in sessions),
+        sessions_measured=len(measured),
+        session_requests=Dist.of([s.requests for s in measured]),
+        session_subagent_requests=Dist.of([s.subagent_requests for s in measured]),
+        session_duration_s=Dist.of([(s.end_ns - s.start_ns) / 1e9 for s in measured]),
+        session_busy_s=Dist.of([s.busy_ns / 1e9 for s in measured]),
+        session_max_in_flight=Dist.of([s.max_in_flight for s in measured]),
+        agentic_interactivity=Dist.of(rates),
+        agentic_interactivity_median=float(np.percentile(rates, 50)) if rates else None,
+        agentic_interactivity_p90=float(np.percentile(rates, 10)) if rates else None,  # the slow tail
+        server_prefix_cache=cache,
+    )
     return BenchResult(
         complete=outcome.stopped_by != "error_rate",
         started_at=outcome.wall_started,
         ended_at=outcome.wall_ended,
-        config={"scenario": "agentic-coding", "replay": cfg.model_dump(), "trace_file": trace_file},
+        config=AgenticRunConfig(replay=ReplaySettings.model_validate(cfg.model_dump()), trace_file=trace_file),
         metrics=metrics,
         checks=checks,
         versions=_versions(),
         point=point_row,
-        extra={"agentic": extra, "clock": _clock(outcome, profiled)},
+        extra=ResultExtra(agentic=figures, clock=_clock(outcome, profiled)),
     )
 
 
-def _clock(outcome: ReplayOutcome, profiled: list[RequestRecord]) -> dict[str, Any]:
+def _clock(outcome: ReplayOutcome, profiled: list[RequestRecord]) -> Clock:
     """The replay's monotonic/unix anchor and its measured window (first send to last end), as the load
     generator records it: telemetry aligns its wall-clock samples to this window."""
     from infx.metrics.compute import measurement_window
 
-    window = measurement_window(profiled)
-    return {"monotonic_ns": outcome.started_ns, "unix_ns": int(outcome.wall_started * 1e9),
-            "window_ns": list(window) if window else None}
+    return Clock(monotonic_ns=outcome.started_ns, unix_ns=int(outcome.wall_started * 1e9),
+                 window_ns=measurement_window(profiled))
 
 
 def _mean_in_flight(records: list[RequestRecord]) -> float | None:

@@ -24,41 +24,26 @@ import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from infx.agentic.prompts import BlockTokenizer
 from infx.agentic.trace import SubagentEntry, Trace, TraceRequest
 from infx.loadgen.http import Target, make_session, stream_request
+from infx.metrics.run_config import ReplaySettings
 from infx.records import RequestRecord, RequestSpec
+
+if TYPE_CHECKING:
+    import aiohttp
 
 SESSION_HEADER = "X-Session-ID"
 
 
-class ReplayConfig(BaseModel):
-    """How to replay (defaults follow the reference system's AIPerf flags where it has one)."""
-
-    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
-
-    concurrency: int = Field(ge=1, description="lanes: concurrent session trees, not requests")
-    duration_s: float | None = Field(3600.0, gt=0, description="stop issuing new requests after this")
-    max_sessions: int | None = Field(None, ge=1, description="stop after this many sessions (None: cycle until duration)")
-    trajectory_start_min: float = Field(0.25, ge=0, le=1)
-    trajectory_start_max: float = Field(0.75, ge=0, le=1)
-    idle_gap_cap_s: float = Field(300.0, ge=0)
-    time_scale: float = Field(1.0, ge=0, description="multiplies every idle gap (0: back to back)")
-    warmup_requests_per_lane: int = Field(10, ge=0)
-    error_rate_threshold: float = Field(0.10, ge=0, le=1)
-    abort_on_error_rate: bool = Field(True, description="stop early once the measured error rate is over the threshold")
-    abort_min_requests: int = Field(20, ge=1, description="...but only after this many measured requests finished")
-    drain_timeout_s: float = Field(60.0, ge=0)
-    seed: int = 42
-    cache_salt: str | None = Field(None, description="prompt salt; None: random per run (no cache hits across runs)")
-    max_context: int | None = Field(None, ge=1, description="skip requests whose in + out exceed this")
-    subagents: str = Field("parallel", pattern="^(parallel|sequential)$")
-    stall_timeout_s: float = Field(120.0, gt=0)
-    total_timeout_s: float | None = Field(1800.0, gt=0)
+class ReplayConfig(ReplaySettings):
+    """How to replay: the settings a result records (:class:`~infx.metrics.run_config.ReplaySettings`) and
+    the rules between them."""
 
     @model_validator(mode="after")
     def _ratio(self) -> ReplayConfig:
@@ -187,7 +172,12 @@ class _Run:
         self.issued_measured = 0  # measured requests sent (each must come back as one record)
         self.errors = 0
         self.aborted: str | None = None
-        self.http = None
+        self._http: aiohttp.ClientSession | None = None
+
+    @property
+    def http(self) -> aiohttp.ClientSession:
+        assert self._http is not None, "the replay's HTTP session opens in run()"
+        return self._http
 
     def blocks_for(self, block_size: int) -> BlockTokenizer:
         got = self._by_size.get(block_size)
@@ -339,12 +329,13 @@ class _Run:
                            max_tokens=1, ignore_eos=True, warmup=True)
         rec = await stream_request(self.http, spec, self.target)
         if not rec.ok or rec.prompt_tokens is None:
-            raise ReplayError(f"probe request failed: {rec.error_class or 'no usage.prompt_tokens'}: {rec.error_message or ''}".strip())
+            why = rec.error_class or "no usage.prompt_tokens"
+            raise ReplayError(f"probe request failed: {why}: {rec.error_message or ''}".strip())
         self.overhead = rec.prompt_tokens - probe_words
 
     async def run(self) -> ReplayOutcome:
         cfg = self.cfg
-        self.http = make_session()
+        self._http = make_session()
         wall0 = time.time()
         t0 = time.monotonic_ns()
         stopped_by = "sessions"
@@ -367,14 +358,15 @@ class _Run:
             if pending:
                 stopped_by = "duration"
                 self.stop.set()
-                done, pending = await asyncio.wait(pending, timeout=cfg.drain_timeout_s)
+                _, pending = await asyncio.wait(pending, timeout=cfg.drain_timeout_s)
                 for t in pending:
                     t.cancel()
                 if pending:
                     await asyncio.wait(pending)
             for t in tasks:
-                if not t.cancelled() and t.exception() is not None:
-                    raise t.exception()  # type: ignore[misc]
+                exc = None if t.cancelled() else t.exception()
+                if exc is not None:
+                    raise exc
         finally:
             self.stop.set()
             await self.http.close()
@@ -394,7 +386,8 @@ class ReplayError(Exception):
     """The replay could not run at all (server unreachable, probe failed)."""
 
 
-async def replay_async(traces: Sequence[Trace], blocks: BlockTokenizer, target: Target, cfg: ReplayConfig) -> ReplayOutcome:
+async def replay_async(traces: Sequence[Trace], blocks: BlockTokenizer, target: Target,
+                       cfg: ReplayConfig) -> ReplayOutcome:
     return await _Run(traces, blocks, target, cfg).run()
 
 

@@ -9,30 +9,15 @@ over its input tokens. It is the "theoretical cache hit rate" of the reference s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from infx.agentic.trace import SubagentEntry, Trace, TraceRequest
+from infx.metrics.sections import Dist
 
-
-class Dist(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    count: int
-    min: float | None = None
-    p50: float | None = None
-    mean: float | None = None
-    p90: float | None = None
-    max: float | None = None
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> Dist:
-        if not values:
-            return cls(count=0)
-        a = np.asarray(values, dtype=float)
-        return cls(count=len(a), min=float(a.min()), p50=float(np.percentile(a, 50)), mean=float(a.mean()),
-                   p90=float(np.percentile(a, 90)), max=float(a.max()))
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 class TraceStats(BaseModel):
@@ -89,8 +74,16 @@ def prefix_hits(trace: Trace) -> list[tuple[TraceRequest, int]]:
 
 
 def trace_stats(traces: Sequence[Trace]) -> TraceStats:
-    main_turns, per_session, subs, n_stretch, widths = [], [], [], [], []
-    ins, outs, max_ctx, reuse, spans = [], [], [], [], []
+    main_turns: list[int] = []
+    per_session: list[int] = []
+    subs: list[int] = []
+    n_stretch: list[int] = []
+    widths: list[int] = []
+    ins: list[int] = []
+    outs: list[int] = []
+    max_ctx: list[int] = []
+    reuse: list[float] = []
+    spans: list[float] = []
     hit_tok = in_tok = 0
     sub_reqs = 0
     for tr in traces:
@@ -121,7 +114,7 @@ def trace_stats(traces: Sequence[Trace]) -> TraceStats:
     )
 
 
-def render_stats(stats: TraceStats, title: str = "traces"):
+def render_stats(stats: TraceStats, title: str = "traces") -> Table:
     """A rich Table of the distributions."""
     from rich.table import Table
 

@@ -30,7 +30,8 @@ class SynthConfig(BaseModel):
 
     sessions: int = Field(8, ge=1, le=1_000_000)
     seed: int = 0
-    max_context: int = Field(2048, ge=256, le=100_000_000, description="input + output of any request stays within this")
+    max_context: int = Field(2048, ge=256, le=100_000_000,
+                             description="input + output of any request stays within this")
     turns_min: int = Field(3, ge=1, le=100_000)
     turns_max: int = Field(8, ge=1, le=100_000)
     initial_context: float = Field(0.2, gt=0, lt=1, description="first turn's input, fraction of max_context")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
+from pydantic_core import ErrorDetails
 
 from infx import jsonio
 from infx.atomic import write_text
@@ -135,7 +136,7 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[str | int, ...]:
     return tuple(out)
 
 
-def _message(err: dict[str, Any], loc: tuple[str | int, ...]) -> str:
+def _message(err: ErrorDetails, loc: tuple[str | int, ...]) -> str:
     kind = err.get("type", "")
     msg = str(err.get("msg", "invalid value"))
     if kind == "missing":
@@ -185,7 +186,8 @@ def parse_traces(lines: Iterable[str], file: str = "<traces>") -> list[Trace]:
             diags.extend(_diags_for(exc, file, lineno))
             continue
         if trace.id in seen:
-            diags.append(Diagnostic(f"duplicate trace id {trace.id!r} (first on line {seen[trace.id]})", file, lineno, None, ("id",)))
+            diags.append(Diagnostic(f"duplicate trace id {trace.id!r} (first on line {seen[trace.id]})", file, lineno,
+                                    None, ("id",)))
             continue
         seen[trace.id] = lineno
         traces.append(trace)

@@ -27,7 +27,7 @@ from infx.interop.formats import (
     RawClientResult,
     raw_latency_keys,
 )
-from infx.interop.power import power_keys, power_of
+from infx.interop.power import power_keys
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult, Stat
 from infx.results.layout import RECORDS_FILE, ResultsDir
@@ -39,17 +39,6 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def result_filename(point: Point, conc: int) -> str:
     """``RESULT_FILENAME`` of a point: exp-name, concurrency and point-id (exp-names collide)."""
     return _UNSAFE.sub("-", f"{point.exp_name}_conc{conc}_{point.point_id}")
-
-
-def window_unix(result: BenchResult) -> tuple[float, float]:
-    """The throughput window on the unix clock: the load generator's monotonic window mapped
-    through its clock anchor; without one, ``started_at`` + the window's duration."""
-    clock = result.extra.get("clock") if isinstance(result.extra, dict) else None
-    if isinstance(clock, dict) and all(k in clock for k in ("monotonic_ns", "unix_ns", "window_ns")):
-        start_ns, end_ns = clock["window_ns"]
-        offset = clock["unix_ns"] - clock["monotonic_ns"]
-        return (start_ns + offset) / 1e9, (end_ns + offset) / 1e9
-    return result.started_at, result.started_at + result.metrics.throughput.duration_s
 
 
 def refusal(point: Point, result: BenchResult) -> str | None:
@@ -91,16 +80,15 @@ def _lens(records_path: Path) -> tuple[list[int], list[int]]:
 def raw_client(point: Point, result: BenchResult, *, lens: tuple[list[int], list[int]] = ([], [])) -> dict[str, Any]:
     """The point's result in the bench client's keys and units (milliseconds, ``request_goodput:``)."""
     m, t = result.metrics, result.metrics.throughput
-    start, end = window_unix(result)
-    rate = result.config.get("request_rate")
-    endpoint = result.config.get("endpoint", "completions")
+    window = result.window()
+    rate, endpoint = result.config.request_rate, result.config.endpoint
     data: dict[str, Any] = {
         "date": time.strftime("%Y%m%d-%H%M%S", time.gmtime(result.started_at)),
         "backend": "vllm" if endpoint == "completions" else "openai-chat",
         "model_id": point.model, "tokenizer_id": point.model, "best_of": 1, "num_prompts": m.issued,
         "request_rate": "inf" if rate is None else float(rate), "burstiness": 1.0,
         "max_concurrency": point_conc(point, result), "duration": t.duration_s,
-        "benchmark_start_time_unix": start, "benchmark_end_time_unix": end,
+        "benchmark_start_time_unix": window.start, "benchmark_end_time_unix": window.end,
         "completed": m.completed, "total_input_tokens": m.total_input_tokens,
         "total_output_tokens": m.total_output_tokens, "request_throughput": t.request_per_s,
         "request_goodput:": t.goodput_req_per_s, "output_throughput": t.output_tok_per_s,
@@ -201,7 +189,7 @@ def agg(point: Point, result: BenchResult, raw: dict[str, Any] | None = None) ->
         data[key[: -len("_ms")]] = value / 1000.0  # seconds
         if "tpot" in key:
             data[key[: -len("_ms")].replace("tpot", "intvty")] = 1000.0 / value  # tok/s per user
-    data |= power_keys(power_of(result), start_unix=raw["benchmark_start_time_unix"],
+    data |= power_keys(result.extra.power, start_unix=raw["benchmark_start_time_unix"],
                        end_unix=raw["benchmark_end_time_unix"], completed=raw["completed"],
                        input_tokens=raw["total_input_tokens"], output_tokens=raw["total_output_tokens"],
                        prefill_gpus=prefill_gpus, decode_gpus=decode_gpus)

@@ -1,8 +1,8 @@
 """Energy figures a measured point may carry, and the InferenceX power keys made from them.
 
-The telemetry stage stores a point's integrated energy in its result as ``extra["power"]``
-(:class:`PowerFigures`: the validity flag, the whole-deployment joules over the throughput window,
-the device count, per-role joules on multi-node points). The agg keys are derived from those
+The telemetry stage stores a point's integrated energy in its result as ``extra.power``
+(:class:`~infx.metrics.sections.PowerFigures`: the validity flag, the whole-deployment joules over the
+measured window, the device count, per-role joules on multi-node points). The agg keys are derived from those
 figures exactly as InferenceX derives them (§2.5, §2.7): whole-deployment energy over the window,
 every ratio with whole-deployment energy, 3 dp for ``_w``/``_j`` keys, 6 dp for the rest.
 """
@@ -12,31 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
 from infx.interop.formats import POWER_SCHEMA_VERSION
-from infx.metrics.result import BenchResult
-
-
-class PowerFigures(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    power_valid: bool
-    total_gpu_energy_j: float | None = None  # summed over every device, over the throughput window
-    gpu_count: int | None = None  # observed devices
-    prefill_gpu_energy_j: float | None = None  # multi-node roles
-    decode_gpu_energy_j: float | None = None
-
-
-def power_of(result: BenchResult) -> PowerFigures | None:
-    """The result's energy figures (``extra["power"]``), None when it has none or they are unreadable."""
-    raw = getattr(result, "power", None) or result.extra.get("power")
-    if raw is None:
-        return None
-    try:
-        return PowerFigures.model_validate(raw.model_dump() if isinstance(raw, BaseModel) else raw)
-    except ValidationError:
-        return None
+from infx.metrics.sections import PowerFigures
 
 
 def _rounded(metrics: dict[str, float]) -> dict[str, float]:

@@ -1,62 +1,22 @@
-"""``BenchConfig``: the typed configuration of one ``infx bench`` run (recorded in result.json)."""
+"""``BenchConfig``: the typed configuration of one ``infx bench`` run (its settings are recorded in
+result.json as :class:`infx.metrics.run_config.BenchSettings`)."""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import field_validator, model_validator
 
-from infx.loadgen.source import Arrival
-from infx.records import Endpoint
+from infx.metrics.run_config import BenchSettings
 
 
-class BenchConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # request_rate=inf is a closed loop; NaN fails gt=0
+class BenchConfig(BenchSettings):
+    """A bench request: the settings a result records (:class:`~infx.metrics.run_config.BenchSettings`),
+    the matrix row it measures, and the rules between options it must satisfy before it runs."""
 
-    base_url: str
-    model: str
-    tokenizer: str | None = None  # local dir with tokenizer.json (default: model, if a dir)
-    endpoint: Endpoint = "completions"
-    # load shape: closed loop (concurrency only) or open loop (request_rate [+ concurrency cap])
-    concurrency: int | None = Field(None, ge=1, le=100_000)
-    request_rate: float | None = Field(None, gt=0)
-    arrival: Arrival = "poisson"
-    burstiness: float = Field(1.0, gt=0, le=1e6)
-    # how much: a request count or a duration
-    num_prompts: int | None = Field(None, ge=1, le=100_000_000)
-    duration_s: float | None = Field(None, gt=0, le=1e8)  # finite: the runner turns it into ns
-    warmup_requests: int = Field(0, ge=0, le=100_000_000)
-    warmup_s: float = Field(0.0, ge=0, le=1e8)
-    # trials (issue 21): ``trials`` runs of the measured phase (warmup before the first only);
-    # ``max_trials`` > trials: adaptive, more trials until the 95 % CI half-width of the output
-    # throughput is within ``ci_target`` of its mean
-    trials: int = Field(1, ge=1, le=1000)
-    max_trials: int | None = Field(None, ge=1, le=1000)
-    ci_target: float = Field(0.05, gt=0, lt=1)
-    seed: int = 0
-    # dataset
-    dataset: Literal["random", "sharegpt"] = "random"
-    dataset_path: str | None = None
-    input_len: int = Field(1024, ge=1, le=10_000_000)
-    output_len: int | None = Field(None, ge=1, le=10_000_000)  # random: default 128; sharegpt: from the reply
-    range_ratio: float = Field(1.0, gt=0, le=1)
-    ignore_eos: bool = False
-    # what to ask the server for
-    continuous_usage: bool = True
-    token_ids: bool = False
-    stall_timeout_s: float = Field(120.0, gt=0, le=1e8)
-    total_timeout_s: float | None = Field(1800.0, gt=0, le=1e8)
-    # metrics
-    goodput: dict[str, float] = Field(default_factory=dict)
-    gpus: int | None = Field(None, ge=1)  # per-GPU throughput when known
-    nodes: int | None = Field(None, ge=1)
-    point: dict[str, Any] | None = None  # the matrix row, if run for a matrix point
-    # execution
-    workers: int = Field(1, ge=1, le=1024)
-    out_dir: str | None = None
-    progress: bool = True
+    point: dict[str, Any] | None = None  # the matrix row, if run for a matrix point (result.json ``point``)
 
     @field_validator("base_url")
     @classmethod

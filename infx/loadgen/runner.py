@@ -32,6 +32,8 @@ from infx.loadgen.http import Target, make_session
 from infx.loadgen.source import RequestSource, ScheduledSource, arrival_offsets_s, sleep_until
 from infx.metrics.compute import compute_metrics
 from infx.metrics.result import BenchResult
+from infx.metrics.run_config import BenchSettings
+from infx.metrics.sections import ClientCost, Clock, ResultExtra
 from infx.records import RECORDS_FILE, RequestRecord, RequestSpec, write_records
 
 RESULT_FILE = "result.json"
@@ -483,8 +485,7 @@ def execute(config: BenchConfig, *, source: RequestSource | None = None,
         run = _execute_once(config, source=source)
         m = run.result.metrics
         if source is None and m.completed:
-            window = tuple(run.result.extra["clock"]["window_ns"])
-            run.result.stats = within_run(run.records, headline_values(m), window, seed=config.seed)  # type: ignore[arg-type]
+            run.result.stats = within_run(run.records, headline_values(m), _window_ns(run.result), seed=config.seed)
         if config.out_dir:
             write_outputs(config.out_dir, run.result, run.records)
         return run
@@ -522,11 +523,11 @@ def _execute_trials(config: BenchConfig, on_trial: Callable[[int, BenchResult], 
             stop_reason = f"reached --max-trials {limit} before the CI target {config.ci_target:.0%}"
     records = [r for x in runs for r in x.records]
     first, last = runs[0].result, runs[-1].result
-    windows = [tuple(x.result.extra["clock"]["window_ns"]) for x in runs]
+    windows = [_window_ns(x.result) for x in runs]
     pooled = compute_metrics(records, goodput=config.goodput or None, gpus=config.gpus, nodes=config.nodes,
                              duration_s=sum(x.result.metrics.throughput.duration_s for x in runs))
     trials = [Trial(trial=k, started_at=x.result.started_at, ended_at=x.result.ended_at, warmup=(k == 0),
-                    window_ns=windows[k], metrics=x.result.metrics, checks=x.result.checks)  # type: ignore[arg-type]
+                    window_ns=windows[k], metrics=x.result.metrics, checks=x.result.checks)
               for k, x in enumerate(runs)]
     stats = trial_estimates([headline_values(x.result.metrics) for x in runs],
                             [sample_counts(x.result.metrics) for x in runs])
@@ -535,7 +536,8 @@ def _execute_trials(config: BenchConfig, on_trial: Callable[[int, BenchResult], 
         "ended_at": last.ended_at,
         "metrics": pooled,
         "checks": _worst_checks(runs),
-        "extra": {**first.extra, "clock": {**first.extra["clock"], "window_ns": [windows[0][0], windows[-1][1]]}},
+        "extra": first.extra.model_copy(update={"clock": _clock(first).model_copy(
+            update={"window_ns": (windows[0][0], windows[-1][1])})}),
         "trials": trials,
         "stats": stats,
         "stop_reason": stop_reason,
@@ -543,6 +545,17 @@ def _execute_trials(config: BenchConfig, on_trial: Callable[[int, BenchResult], 
     if config.out_dir:
         write_outputs(config.out_dir, result, records)
     return BenchRun(result=result, records=records)
+
+
+def _clock(result: BenchResult) -> Clock:
+    assert result.extra.clock is not None  # the load generator writes one with every result
+    return result.extra.clock
+
+
+def _window_ns(result: BenchResult) -> tuple[int, int]:
+    window = _clock(result).window_ns
+    assert window is not None  # ... and its window (start of the measured phase to the last end)
+    return window
 
 
 def _steady(records: list[RequestRecord], config: BenchConfig) -> Any:
@@ -679,23 +692,23 @@ def _execute_once(config: BenchConfig, *, source: RequestSource | None = None) -
         complete=not interrupted,
         started_at=started_at,
         ended_at=time.time(),
-        config=config.model_dump(mode="json", exclude={"point"}),
+        config=BenchSettings.model_validate(config.model_dump(exclude={"point"})),
         metrics=metrics,
         checks=checks,
         versions=versions,
         point=config.point,
         steady=steady,
-        extra={
-            "clock": {"monotonic_ns": anchor_mono, "unix_ns": anchor_unix, "window_ns": [start, end]},
-            "client": {
-                "workers": len(outputs),
-                "cpu_s": sum(o.cpu_ns for o in outputs) / 1e9,
-                "cpu_fraction_max": cpu_fraction,
-                "chunks": chunks,
-                "cpu_us_per_chunk": (sum(o.cpu_ns for o in outputs) / 1e3 / chunks) if chunks else None,
-                "cpu_us_per_request": (sum(o.cpu_ns for o in outputs) / 1e3 / len(measured)) if measured else None,
-            },
-        },
+        extra=ResultExtra(
+            clock=Clock(monotonic_ns=anchor_mono, unix_ns=anchor_unix, window_ns=(start, end)),
+            client=ClientCost(
+                workers=len(outputs),
+                cpu_s=sum(o.cpu_ns for o in outputs) / 1e9,
+                cpu_fraction_max=cpu_fraction,
+                chunks=chunks,
+                cpu_us_per_chunk=(sum(o.cpu_ns for o in outputs) / 1e3 / chunks) if chunks else None,
+                cpu_us_per_request=(sum(o.cpu_ns for o in outputs) / 1e3 / len(measured)) if measured else None,
+            ),
+        ),
     )
     return BenchRun(result=result, records=records)
 

@@ -20,13 +20,11 @@ import asyncio
 import itertools
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from typing import Literal
 
 import numpy as np
 
+from infx.metrics.run_config import Arrival
 from infx.records import RequestRecord, RequestSpec
-
-Arrival = Literal["poisson", "gamma", "constant"]
 
 _now = time.monotonic_ns
 

@@ -86,7 +86,8 @@ def parse_goodput(items: Iterable[str]) -> dict[str, float]:
             key, sep, val = part.partition(":")
             key = key.strip().lower()
             if not sep or key not in GOODPUT_KEYS:
-                raise ValueError(f"bad goodput SLO {part!r}: expected one of {', '.join(k + ':MS' for k in GOODPUT_KEYS)}")
+                keys = ", ".join(k + ":MS" for k in GOODPUT_KEYS)
+                raise ValueError(f"bad goodput SLO {part!r}: expected one of {keys}")
             try:
                 ms = float(val)
             except ValueError:
@@ -107,9 +108,7 @@ def is_good(r: RequestRecord, slo: Mapping[str, float]) -> bool:
         tp = tpot_ms(r)
         if tp is not None and tp > slo["tpot"]:  # <= 1 token: no TPOT, not held against it
             return False
-    if "e2el" in slo and e2el_ms(r) > slo["e2el"]:
-        return False
-    return True
+    return not ("e2el" in slo and e2el_ms(r) > slo["e2el"])
 
 
 def measurement_window(records: Iterable[RequestRecord]) -> tuple[int, int] | None:

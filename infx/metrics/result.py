@@ -3,15 +3,22 @@
 One file per measured point. Written atomically by the load generator; read by
 ``infx ingest`` / the report. Fields may be added (bump ``schema_version`` when a
 field's meaning changes); never rename one.
+
+Every part is typed: ``config`` (:mod:`infx.metrics.run_config`), the ``extra`` sections
+(:mod:`infx.metrics.sections`), the metrics, trials and intervals here. The measured window is defined
+once, by :meth:`BenchResult.window`, which every reader uses (docs/metrics.md, "The measured window").
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from infx.metrics import cipack
+from infx.metrics.run_config import RunConfig
+from infx.metrics.sections import ResultExtra
 from infx.metrics.uncertainty import Estimate
 
 SCHEMA_VERSION = 1
@@ -130,6 +137,19 @@ class Trial(_Model):
     checks: list[Check] = Field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Window:
+    """The measured window on the unix clock (seconds): the first measured request's send to the last
+    one's end, warmup excluded."""
+
+    start: float
+    end: float
+
+    @property
+    def duration_s(self) -> float:
+        return self.end - self.start
+
+
 class BenchResult(_Model):
     schema_version: int = SCHEMA_VERSION
 
@@ -160,12 +180,12 @@ class BenchResult(_Model):
     complete: bool = True
     started_at: float  # unix seconds
     ended_at: float
-    config: dict[str, Any]  # the bench configuration as run (typed in infx.loadgen)
+    config: RunConfig  # the configuration as run (infx.metrics.run_config)
     metrics: Metrics
     checks: list[Check] = Field(default_factory=list)
     versions: dict[str, str] = Field(default_factory=dict)  # infx, server, python...
     point: dict[str, Any] | None = None  # the matrix row (infx.matrix.point.Point.to_row())
-    extra: dict[str, Any] = Field(default_factory=dict)  # scenario-specific (agentic sessions...)
+    extra: ResultExtra = Field(default_factory=ResultExtra)  # clock, client, telemetry, power, agentic
     # added (issue 21): with --trials N, ``metrics`` pools every trial's requests (throughput over the
     # summed trial windows) and ``trials`` keeps each one; ``stats`` holds each headline figure's
     # mean and 95 % interval (across trials, or a within-run bootstrap for a single trial)
@@ -176,3 +196,16 @@ class BenchResult(_Model):
     ci: str | None = None
     stop_reason: str | None = None  # adaptive trials: why no further trial ran
     steady: SteadyState | None = None  # the stationary window (MSER-5) and its figures; None: < 20 requests
+
+    def window(self, trial: Trial | None = None) -> Window:
+        """The measured window (of one of ``trials``, when given) on the unix clock: the monotonic window
+        the load generator recorded, mapped through its clock anchor. A result without one (agentic
+        results from before the anchor, synthetic and hand-made ones) gives the window that ends at
+        ``ended_at`` and lasts the measured duration; so does an agentic result that measured nothing."""
+        clock = self.extra.clock
+        if clock is not None:
+            window_ns = clock.window_ns if trial is None else trial.window_ns
+            if window_ns is not None:
+                return Window(clock.to_unix(window_ns[0]), clock.to_unix(window_ns[1]))
+        ended_at, metrics = (self.ended_at, self.metrics) if trial is None else (trial.ended_at, trial.metrics)
+        return Window(ended_at - metrics.throughput.duration_s, ended_at)

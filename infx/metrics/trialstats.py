@@ -47,20 +47,20 @@ def within_run(records: Sequence[RequestRecord], values: dict[str, float | None]
         if a.size < 2:
             continue
         lo, hi, sd = bootstrap_percentiles(a, qs, seed=seed + k)
-        for (stat, _), l, h, s in zip(_STATS, lo, hi, sd):
+        for (stat, _), low, high, s in zip(_STATS, lo, hi, sd, strict=True):
             key = f"{name}_{stat}"
             v = values.get(key)
             if v is None:
                 continue
             tail = None if stat == "median" else stat
-            out[key] = Estimate(mean=v, lo=float(min(l, v)), hi=float(max(h, v)), n=1, method="within-run",
+            out[key] = Estimate(mean=v, lo=float(min(low, v)), hi=float(max(high, v)), n=1, method="within-run",
                                 se=float(s), samples=int(a.size),
                                 certified=None if tail is None else a.size >= TAIL_MINIMUM[tail])
             if name == "tpot" and stat in ("median", "p90"):
                 ikey = f"interactivity_{stat}"
                 iv = values.get(ikey)
-                if iv is not None and l > 0 and h > 0:
-                    out[ikey] = Estimate(mean=iv, lo=float(min(1000.0 / h, iv)), hi=float(max(1000.0 / l, iv)),
+                if iv is not None and low > 0 and high > 0:
+                    out[ikey] = Estimate(mean=iv, lo=float(min(1000.0 / high, iv)), hi=float(max(1000.0 / low, iv)),
                                          n=1, method="within-run", se=float(iv * s / v) if v else None,
                                          samples=int(a.size),
                                          certified=None if tail is None else a.size >= TAIL_MINIMUM[tail])
@@ -81,11 +81,11 @@ def within_run(records: Sequence[RequestRecord], values: dict[str, float | None]
             v = values.get(key)
             rates = block_rates(t, w, window_ns)
             boot = bootstrap_mean(rates, seed=seed + 100 + k) if v else None
-            if boot is None or not rates.mean():
+            if not v or boot is None or not rates.mean():
                 continue
             scale = v / float(rates.mean())  # block attribution differs slightly from the headline's
-            lo, hi, sd = (x * scale for x in boot)
-            out[key] = Estimate(mean=v, lo=min(lo, v), hi=max(hi, v), n=1, method="within-run", se=sd,
+            b_lo, b_hi, b_sd = (x * scale for x in boot)
+            out[key] = Estimate(mean=v, lo=min(b_lo, v), hi=max(b_hi, v), n=1, method="within-run", se=b_sd,
                                 samples=int(rates.size))
     return out
 

@@ -169,13 +169,13 @@ def bootstrap_percentiles(samples: np.ndarray, qs: Sequence[float], *, seed: int
     ``(iterations, n)`` index matrix, one ``np.percentile`` over it). Returns (lo, hi, sd) per q."""
     a = np.asarray(samples, dtype=float)
     n = a.size
-    qs = np.asarray(qs, dtype=float)
+    q = np.asarray(qs, dtype=float)
     if n < 2:
-        nan = np.full(qs.shape, np.nan)
+        nan = np.full(q.shape, np.nan)
         return nan, nan, nan
     b = int(max(100, min(iterations, BOOTSTRAP_CELLS // n)))
     rng = np.random.default_rng(seed)
-    draws = np.percentile(a[rng.integers(0, n, size=(b, n))], qs, axis=1)  # (len(qs), b)
+    draws = np.percentile(a[rng.integers(0, n, size=(b, n))], q, axis=1)  # (len(qs), b)
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(draws, [alpha, 1 - alpha], axis=1)
     return lo, hi, draws.std(axis=1, ddof=1)

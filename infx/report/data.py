@@ -77,10 +77,10 @@ def _telemetry(store: Store, rd: ResultsDir, run_id: str, lines: list[PointLine]
         if line.measured is None or line.point_id not in figures:
             continue
         try:
-            extra = rd.read_result(run_id, line.point_id).extra
+            result = rd.read_result(run_id, line.point_id)
         except InfxError:
             continue
-        pt = load_point(rd.point_dir(run_id, line.point_id), line.point_id, line.conc, extra, figures[line.point_id])
+        pt = load_point(rd.point_dir(run_id, line.point_id), line.point_id, line.conc, result, figures[line.point_id])
         if pt is not None:
             pt.energy_ci = line.measured.estimate("joules_per_output_token")
             out.append(pt)

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from infx.engine_page import EngineStateSample
+from infx.metrics.result import BenchResult
 from infx.telemetry.engine_state import ENGINE_STATE_FILE, read_samples
 from infx.telemetry.powercsv import detect_columns, gpu_sort_key, parse_power, parse_timestamp
 from infx.telemetry.rapl import power_series
@@ -52,16 +53,13 @@ def gpu_series(path: Path) -> dict[str, Series]:
     return {k: sorted(out[k]) for k in sorted(out, key=gpu_sort_key)}
 
 
-def load_point(point_dir: Path, point_id: str, conc: int, result_extra: dict[str, Any],
+def load_point(point_dir: Path, point_id: str, conc: int, result: BenchResult,
                figures: dict[str, Any]) -> PointTelemetry | None:
     files = [point_dir / n for n in (GPU_FILE, CPU_FILE, ENGINE_STATE_FILE)]
     if not any(f.is_file() for f in files):
         return None
-    window = None
-    clock = result_extra.get("clock") or {}
-    if clock.get("window_ns"):
-        mono, unix = clock["monotonic_ns"], clock["unix_ns"]
-        window = ((unix + clock["window_ns"][0] - mono) / 1e9, (unix + clock["window_ns"][1] - mono) / 1e9)
+    w = result.window()
+    window = (w.start, w.end) if w.duration_s > 0 else None  # shaded only when something was measured
     pt = PointTelemetry(point_id, conc, window, figures=figures)
     try:
         if files[0].is_file():

@@ -18,8 +18,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from infx.diagnostics import InfxError
 from infx.engines.launch import PORT_PLACEHOLDER, Launch, fingerprint
 from infx.matrix.point import Point
+from infx.metrics.result import BenchResult
+from infx.metrics.run_config import BenchSettings
 from infx.repro.environment import (
     engine_env,
     file_digest,
@@ -41,7 +44,7 @@ from infx.repro.payload import (
     RecipeSection,
     Versions,
 )
-from infx.results.layout import MANIFEST, RESULT_FILE, RunManifest, StartupSummary
+from infx.results.layout import MANIFEST, RESULT_FILE, RunManifest, StartupSummary, read_model
 from infx.results.receipt import Receipt, sha256_bytes, write_receipt
 from infx.telemetry.session import TelemetryOptions
 
@@ -90,9 +93,7 @@ def build_payload(point_dir: Path, ctx: BundleContext) -> BundlePayload:
         red_launch = launch.model_copy(update={"env": env, "argv": argv})
     proc_env, pnames = redact_env(engine_env())
     redacted += [f"process:{n}" for n in pnames]
-    result = _read_json(point_dir / RESULT_FILE)
-    raw_config = result.get("config")
-    config: dict[str, Any] = raw_config if isinstance(raw_config, dict) else {}
+    bench = _bench_settings(point_dir)
     server_version = ctx.startup.engine_version if ctx.startup else None
     return BundlePayload(
         run_id=ctx.run_id, point_id=ctx.point.point_id, written_at=time.time(), host=socket.gethostname(),
@@ -100,7 +101,7 @@ def build_payload(point_dir: Path, ctx: BundleContext) -> BundlePayload:
         argv_template=template, process_env=proc_env, redacted=sorted(set(redacted)),
         recipe=_recipe(launch, ctx.workspace_root), image=_image(point_dir, ctx.point, launch, ctx.workspace_root),
         versions=ctx.versions or versions(launch.engine if launch else ctx.point.framework, server_version),
-        inputs=_inputs(point_dir, ctx, config), load=_load(ctx.load, config), telemetry=ctx.telemetry,
+        inputs=_inputs(point_dir, ctx, bench), load=_load(ctx.load, bench), telemetry=ctx.telemetry,
         evals=ctx.evals or EvalSettings(), inventory=ctx.inventory or cached_inventory(),
         workspace=workspace_state(ctx.workspace_root), startup=ctx.startup)
 
@@ -113,6 +114,16 @@ def write_bundle(point_dir: str | Path, ctx: BundleContext) -> Receipt:
 
 
 # --------------------------------------------------------------------------- sections
+
+
+def _bench_settings(point_dir: Path) -> BenchSettings | None:
+    """The load generator's settings the point was measured with (result.json ``config``); None for an
+    agentic replay (the load profile holds its settings) or a point without a readable result."""
+    try:
+        result = read_model(point_dir / RESULT_FILE, BenchResult)
+    except InfxError:
+        return None
+    return result.config if isinstance(result.config, BenchSettings) else None
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -198,11 +209,11 @@ def _lock_cached(path: str, size: int, mtime_ns: int) -> dict[str, str]:
     return dict(load_images_lock(path).images)
 
 
-def _inputs(point_dir: Path, ctx: BundleContext, config: dict[str, Any]) -> Inputs:
-    tok_dir = config.get("tokenizer") or (ctx.launch.model_path if ctx.launch else None)
-    inp = Inputs(dataset=config.get("dataset"))
-    if config.get("dataset_path"):
-        inp.dataset_file = file_digest(config["dataset_path"])
+def _inputs(point_dir: Path, ctx: BundleContext, bench: BenchSettings | None) -> Inputs:
+    tok_dir = (bench.tokenizer if bench else None) or (ctx.launch.model_path if ctx.launch else None)
+    inp = Inputs(dataset=bench.dataset if bench else None)
+    if bench is not None and bench.dataset_path:
+        inp.dataset_file = file_digest(bench.dataset_path)
     if ctx.point.is_agentic:
         inp.dataset = "agentic-trace"
         profile = ctx.load.model_dump() if ctx.load is not None else {}
@@ -225,12 +236,13 @@ def _inputs(point_dir: Path, ctx: BundleContext, config: dict[str, Any]) -> Inpu
     return inp
 
 
-def _load(load: BaseModel | None, config: dict[str, Any]) -> LoadSection | None:
+def _load(load: BaseModel | None, bench: BenchSettings | None) -> LoadSection | None:
     if load is None:
         return None
     profile = load.model_dump(mode="json")
     key_of = getattr(load, "key", None)  # the sweep's LoadProfile names its load (a stage above this one)
     key = key_of() if callable(key_of) else None
-    return LoadSection(profile=profile, key=key, seed=config.get("seed", profile.get("seed")),
-                       warmup_requests=config.get("warmup_requests"), num_prompts=config.get("num_prompts"),
-                       concurrency=config.get("concurrency"))
+    if bench is None:
+        return LoadSection(profile=profile, key=key, seed=profile.get("seed"))
+    return LoadSection(profile=profile, key=key, seed=bench.seed, warmup_requests=bench.warmup_requests,
+                       num_prompts=bench.num_prompts, concurrency=bench.concurrency)

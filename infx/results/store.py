@@ -276,7 +276,7 @@ class _Rows:
                     tm.interactivity_median, tm.interactivity_p90, tm.ttft_ms.median, tm.ttft_ms.p90,
                     tm.ttft_ms.p99, tm.tpot_ms.median, tm.tpot_ms.p90, tm.itl_ms.median, tm.e2el_ms.median,
                     tm.e2el_ms.p90))
-            trow = telemetry_row(b.run_id, p.point_id, r.extra)
+            trow = telemetry_row(b.run_id, p.point_id, r.extra.telemetry)
             if trow is not None:
                 self.telemetry.append(trow)
         if s.startup is not None:
@@ -348,11 +348,8 @@ def point_conc(point: Point, result: BenchResult | None) -> int:
     """The concurrency of a measured point: the single ``conc`` of its row, else what the bench ran."""
     if isinstance(point.conc, int):
         return point.conc
-    if result is not None:
-        for key in ("max_concurrency", "concurrency", "conc"):
-            value = result.config.get(key)
-            if isinstance(value, int):
-                return value
+    if result is not None and result.config.concurrency is not None:
+        return result.config.concurrency
     return point.concs[0]
 
 

@@ -1,12 +1,15 @@
 """The ``telemetry`` table (migration 4): one row per measured point that carried telemetry
 (``result.json`` ``extra.telemetry``, written by the telemetry stage). Energy columns are NULL unless
-the point's power was valid; ``power_reasons_json`` says why not. The raw samples stay in the point's
+the point's power was valid; ``power_reasons_json`` says why not; ``summary_json`` is the summary with
+the keys its result.json holds. The raw samples stay in the point's
 directory (``gpu_metrics.csv``, ``cpu_energy.csv``, ``engine_state.jsonl``, ``power_validation.json``)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from infx.metrics.sections import TelemetrySummary
 
 MIGRATION_4 = [
     """CREATE TABLE IF NOT EXISTS telemetry (
@@ -37,17 +40,17 @@ _ENGINE = ("running_mean", "running_max", "waiting_mean", "waiting_max", "kv_usa
            "preemptions", "prefix_cache_hit_rate")
 
 
-def telemetry_row(run_id: str, point_id: str, extra: dict[str, Any]) -> tuple[Any, ...] | None:
-    t = extra.get("telemetry")
-    if not isinstance(t, dict):
+def telemetry_row(run_id: str, point_id: str, t: TelemetrySummary | None) -> tuple[Any, ...] | None:
+    """The ``telemetry`` row of a point whose result carries ``extra.telemetry`` (None: it has none)."""
+    if t is None:
         return None
-    power = t.get("power") or {}
+    power = t.power
     valid = int(power.get("power_valid") or 0)
-    cpu = t.get("cpu") or {}
-    engine = t.get("engine") or {}
-    return (run_id, point_id, t.get("gpu_tool"), t.get("expected_gpu_count"),
-            power.get("power_metric_schema_version"), valid, json.dumps(t.get("power_reasons") or []),
-            *(power.get(k) if valid else None for k in _POWER),
-            (int(bool(cpu.get("valid"))) if cpu else None), cpu.get("cpu_energy_j"), cpu.get("cpu_avg_power_w"),
-            cpu.get("cpu_joules_per_output_token"),
-            *(engine.get(k) for k in _ENGINE), t.get("theoretical_prefix_hit_rate"), json.dumps(t))
+    cpu, engine = t.cpu, t.engine
+    cpu_cols = (None,) * 4 if cpu is None else (int(cpu.valid), cpu.cpu_energy_j, cpu.cpu_avg_power_w,
+                                                 cpu.cpu_joules_per_output_token)
+    return (run_id, point_id, t.gpu_tool, t.expected_gpu_count,
+            power.get("power_metric_schema_version"), valid, json.dumps(t.power_reasons),
+            *(power.get(k) if valid else None for k in _POWER), *cpu_cols,
+            *(None if engine is None else getattr(engine, k) for k in _ENGINE), t.theoretical_prefix_hit_rate,
+            t.as_written())

@@ -295,7 +295,7 @@ def deployment_node_devices(engine: Any) -> list[list[str] | None] | None:
 def theoretical_reuse(result: BenchResult) -> float | None:
     """Agentic points: the replayed trace's ideal prefix-cache hit rate (infinite cache), to set beside
     the engine's measured rate."""
-    trace = result.config.get("trace_file") if result.config.get("scenario") == "agentic-coding" else None
+    trace = result.config.trace_file
     if not trace or not Path(trace).is_file():
         return None
     st = Path(trace).stat()

@@ -450,8 +450,8 @@ class Orchestrator:
         err_rate = (m.failed / m.issued) if m.issued else 1.0
         warn = "; ".join(f"{c.name}: {c.detail}" for c in result.checks if c.status != "ok")
         if not result.complete:
-            agentic = result.extra.get("agentic")
-            why = (agentic.get("abort_reason") if isinstance(agentic, dict) else None) or warn
+            agentic = result.extra.agentic
+            why = (agentic.abort_reason if agentic is not None else None) or warn
             detail = (f"incomplete result: the load stopped early after {m.issued} request(s)"
                       + (f" ({why})" if why else ""))
             self._fail(point, group, "incomplete", detail, excerpt[-4000:], summary, started=started, facts=facts)

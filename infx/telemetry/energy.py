@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import csv
 import math
+from itertools import pairwise
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -65,8 +66,9 @@ def value_at(series: Series, t: float) -> float:
 
 def trapezoid_window(series: Series, start: float, end: float) -> float:
     """Integral of a bracketing power series over [start, end] (J when watts and seconds)."""
-    pts = [(start, value_at(series, start)), *[(t, p) for t, p in series if start < t < end], (end, value_at(series, end))]
-    return sum((t1 - t0) * (p0 + p1) / 2.0 for (t0, p0), (t1, p1) in zip(pts, pts[1:]))
+    pts = [(start, value_at(series, start)), *[(t, p) for t, p in series if start < t < end],
+           (end, value_at(series, end))]
+    return sum((t1 - t0) * (p0 + p1) / 2.0 for (t0, p0), (t1, p1) in pairwise(pts))
 
 
 def window_gap(series: Series, start: float, end: float) -> float:
@@ -75,7 +77,7 @@ def window_gap(series: Series, start: float, end: float) -> float:
     lo = bisect.bisect_right(times, start) - 1
     hi = bisect.bisect_left(times, end)
     rel = times[max(lo, 0):hi + 1]
-    return max((b - a for a, b in zip(rel, rel[1:])), default=0.0)
+    return max((b - a for a, b in pairwise(rel)), default=0.0)
 
 
 def bracket_issue(series: Series, start: float, end: float) -> Reason | None:

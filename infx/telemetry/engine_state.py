@@ -12,7 +12,8 @@ import threading
 from pathlib import Path
 
 from infx.engine_page import COUNTERS, EngineStateSample, scrape_once
-from infx.telemetry.models import BenchWindow, EngineStateSummary
+from infx.metrics.sections import EngineStateSummary
+from infx.telemetry.models import BenchWindow
 
 ENGINE_STATE_FILE = "engine_state.jsonl"
 

@@ -28,14 +28,17 @@ from typing import IO, Literal, TextIO
 NVIDIA_FIELDS = ("timestamp,index,power.draw,temperature.gpu,clocks.current.sm,clocks.current.memory,"
                  "utilization.gpu,utilization.memory")
 GpuTool = Literal["nvidia-smi", "amd-smi", "none"]
+Proc = subprocess.Popen[bytes] | subprocess.Popen[str]  # a sampler loop: CSV to a file, or piped text
 
 
 def detect_tool(choice: str) -> tuple[GpuTool, str | None]:
     """(tool, warning): ``auto`` takes nvidia-smi, then amd-smi, from PATH."""
-    wanted = {"auto": ("nvidia-smi", "amd-smi"), "nvidia": ("nvidia-smi",), "amd": ("amd-smi",)}.get(choice, ())
+    choices: dict[str, tuple[GpuTool, ...]] = {"auto": ("nvidia-smi", "amd-smi"), "nvidia": ("nvidia-smi",),
+                                                "amd": ("amd-smi",)}
+    wanted = choices.get(choice, ())
     for tool in wanted:
         if shutil.which(tool):
-            return tool, None  # type: ignore[return-value]
+            return tool, None
     if not wanted:
         return "none", None
     return "none", f"{' / '.join(wanted)} not found on PATH: no GPU power for this point"
@@ -53,7 +56,7 @@ def drop_truncated_tail(path: Path) -> None:
             fh.truncate(cut + 1 if cut >= 0 else 0)
 
 
-def _poll_until(done: Callable[[], bool], timeout_s: float, proc: subprocess.Popen | None = None) -> bool:  # type: ignore[type-arg]
+def _poll_until(done: Callable[[], bool], timeout_s: float, proc: Proc | None = None) -> bool:
     """Poll ``done`` every 20 ms until it holds (True), ``proc`` exited or ``timeout_s`` passed (False)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and (proc is None or proc.poll() is None):
@@ -70,7 +73,7 @@ def _size(path: Path) -> int:
         return -1
 
 
-def wait_first_row(path: Path, proc: subprocess.Popen, timeout_s: float = 10.0) -> None:  # type: ignore[type-arg]
+def wait_first_row(path: Path, proc: Proc, timeout_s: float = 10.0) -> None:
     """Return once the CSV holds a header and one sample (so the window's start is bracketed), the tool
     exited, or the timeout passed."""
     def rows() -> bool:
@@ -87,11 +90,11 @@ def wait_next_rows(paths: list[Path], timeout_s: float) -> None:
     grows past its size now), or give up after ``timeout_s``. The closing one-shot then only adds a sample,
     so a slow one-shot (nvidia-smi without persistence mode, an ``srun`` step) cannot open a gap at the end."""
     before = [_size(p) for p in paths]
-    if _poll_until(lambda: all(_size(p) > b for p, b in zip(paths, before)), timeout_s):
+    if _poll_until(lambda: all(_size(p) > b for p, b in zip(paths, before, strict=True)), timeout_s):
         time.sleep(0.1)  # the rest of that sample's rows (one per device)
 
 
-def _stop(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
+def _stop(proc: Proc, timeout: float = 5.0) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:

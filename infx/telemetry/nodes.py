@@ -11,6 +11,7 @@ deployment's roles were placed on there. AMD rows go through the same header fil
 
 from __future__ import annotations
 
+import contextlib
 import io
 import shutil
 import subprocess
@@ -81,11 +82,9 @@ class NodeSampler:
             wait_next_rows([self.node_file(i) for i in range(len(self.node_devices))], self.interval + 1.0)
         _stop(self.proc, timeout=10)
         if self.tool == "nvidia-smi":  # one more sample on every node after the window's end
-            try:
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 subprocess.run(self.step_argv(one_shot=True), stdin=subprocess.DEVNULL, capture_output=True,
                                timeout=30, check=False)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
         self.merge()
 
     def merge(self) -> None:

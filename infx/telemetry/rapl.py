@@ -12,11 +12,13 @@ import re
 import threading
 import time
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 from infx.atomic import write_text
+from infx.metrics.sections import CpuEnergy
 from infx.telemetry.energy import Series, value_at, window_gap
-from infx.telemetry.models import MAX_SAMPLE_GAP_S, BenchWindow, CpuEnergy
+from infx.telemetry.models import MAX_SAMPLE_GAP_S, BenchWindow
 from infx.telemetry.reasons import Reason, add
 
 DEFAULT_ROOT = "/sys/class/powercap"
@@ -160,5 +162,5 @@ def power_series(path: Path) -> dict[str, Series]:
     out: dict[str, Series] = {}
     for name, (readings, max_range) in read_energy_csv(path).items():
         series = unwrap(sorted(readings), max_range)
-        out[name] = [((t0 + t1) / 2, (e1 - e0) / (t1 - t0)) for (t0, e0), (t1, e1) in zip(series, series[1:]) if t1 > t0]
+        out[name] = [((t0 + t1) / 2, (e1 - e0) / (t1 - t0)) for (t0, e0), (t1, e1) in pairwise(series) if t1 > t0]
     return out

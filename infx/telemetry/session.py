@@ -1,10 +1,11 @@
 """One point's telemetry: start the samplers before the measurement, stop them after, then integrate over
-the load generator's throughput window and summarise into ``result.json`` ``extra.telemetry``.
+the load generator's measured window and summarise into ``result.json`` ``extra.telemetry``.
 
-The window comes from the result's own clock anchor (``extra.clock``: a monotonic and a unix reading taken
-together, and the window in monotonic ns), so samples (stamped with the wall clock) and the window share
-one clock. Sampling never touches the load generator's event loop: the GPU tools are subprocesses, RAPL
-and ``/metrics`` are daemon threads that sleep between one small read a second.
+The window is the result's own (:meth:`~infx.metrics.result.BenchResult.window`: its clock anchor, a
+monotonic and a unix reading taken together, maps the measured window to the wall clock), so samples
+(stamped with the wall clock) and the window share one clock. Sampling never touches the load generator's
+event loop: the GPU tools are subprocesses, RAPL and ``/metrics`` are daemon threads that sleep between one
+small read a second.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from infx.atomic import write_text
+from infx.metrics.sections import PowerFigures, ResultExtra, TelemetrySummary
 from infx.telemetry import energy, rapl
 from infx.telemetry.engine_state import ENGINE_STATE_FILE, EngineStateScraper, read_samples, summarise
 from infx.telemetry.gpu import AmdSmiSampler, NvidiaSmiSampler, detect_tool
-from infx.telemetry.models import TelemetrySummary, WindowCheck
+from infx.telemetry.models import WindowCheck
 from infx.telemetry.nodes import NodeSampler
 from infx.telemetry.reasons import Reason
 
@@ -46,35 +48,13 @@ class TelemetryOptions(BaseModel):
     amd_settle_s: float | None = None  # None: interval + 2 s (amd-smi stamps whole seconds)
 
 
-def window_of(result: BenchResult) -> WindowCheck:
-    """The throughput window in unix seconds, checked as InferenceX checks the bench JSON."""
-    m = result.metrics
-    clock = result.extra.get("clock") if isinstance(result.extra, dict) else None
-    start: Any = result.started_at
-    end: Any = result.ended_at
-    if isinstance(clock, dict) and clock.get("window_ns"):
-        try:
-            mono, unix = int(clock["monotonic_ns"]), int(clock["unix_ns"])
-            w0, w1 = (int(v) for v in clock["window_ns"])
-            start, end = (unix + (w0 - mono)) / 1e9, (unix + (w1 - mono)) / 1e9
-        except (KeyError, TypeError, ValueError):
-            return WindowCheck(window=None, reasons=[Reason.INVALID_BENCHMARK_RESULT])
-    return energy.check_window(start, end, m.throughput.duration_s, m.completed, m.total_input_tokens,
+def window_of(result: BenchResult, trial: Trial | None = None) -> WindowCheck:
+    """The measured window (of one trial, when given) in unix seconds, checked as InferenceX checks the
+    bench JSON against the reported duration and counts."""
+    w = result.window(trial)
+    m = result.metrics if trial is None else trial.metrics
+    return energy.check_window(w.start, w.end, m.throughput.duration_s, m.completed, m.total_input_tokens,
                                m.total_output_tokens)
-
-
-def trial_window_of(result: BenchResult, trial: Trial) -> WindowCheck:
-    """One trial's window in unix seconds (its monotonic window on the result's clock), checked as
-    :func:`window_of` checks the whole one."""
-    clock = result.extra.get("clock") if isinstance(result.extra, dict) else None
-    m = trial.metrics
-    try:
-        mono, unix = int(clock["monotonic_ns"]), int(clock["unix_ns"])  # type: ignore[index]
-        w0, w1 = (int(v) for v in trial.window_ns)
-    except (KeyError, TypeError, ValueError):
-        return WindowCheck(window=None, reasons=[Reason.INVALID_BENCHMARK_RESULT])
-    return energy.check_window((unix + (w0 - mono)) / 1e9, (unix + (w1 - mono)) / 1e9, m.throughput.duration_s,
-                               m.completed, m.total_input_tokens, m.total_output_tokens)
 
 
 def visible_devices(env: dict[str, str] | None, count: int | None) -> list[str] | None:
@@ -104,7 +84,8 @@ class Telemetry:
         interval = self.options.interval_s
         self.gpu: NvidiaSmiSampler | AmdSmiSampler | NodeSampler | None = None
         if node_devices and self.gpu_tool in ("nvidia-smi", "amd-smi"):
-            self.gpu = NodeSampler(self.gpu_tool, self.dir / GPU_FILE, node_devices, interval, self.options.amd_settle_s)
+            self.gpu = NodeSampler(self.gpu_tool, self.dir / GPU_FILE, node_devices, interval,
+                                   self.options.amd_settle_s)
         elif self.gpu_tool == "nvidia-smi":
             self.gpu = NvidiaSmiSampler(self.dir / GPU_FILE, devices, interval)
         elif self.gpu_tool == "amd-smi":
@@ -163,11 +144,12 @@ class Telemetry:
         per_trial: list[float | None] = []
         if len(result.trials) >= 2 and (self.dir / GPU_FILE).is_file():
             for tr in result.trials:  # each trial's energy per output token over its own window
-                v = energy.validate_power(self.dir / GPU_FILE, trial_window_of(result, tr), self.expected_gpus)
+                v = energy.validate_power(self.dir / GPU_FILE, window_of(result, tr), self.expected_gpus)
                 j = v.raw_metrics.get("joules_per_output_token") if v.power_valid else None
                 per_trial.append(float(j) if j is not None else None)
-        return TelemetrySummary(trial_joules_per_output_token=per_trial, gpu_tool=self.gpu_tool, expected_gpu_count=self.expected_gpus,
-                                power=validation.result_keys(), power_reasons=validation.reasons, cpu=cpu,
+        return TelemetrySummary(trial_joules_per_output_token=per_trial, gpu_tool=self.gpu_tool,
+                                expected_gpu_count=self.expected_gpus, power=validation.result_keys(),
+                                power_reasons=validation.reasons, cpu=cpu,
                                 gpu_energy_j=validation.raw_metrics.get("total_gpu_energy_j"),
                                 observed_gpu_count=validation.observed_gpu_count,
                                 engine=engine, theoretical_prefix_hit_rate=theoretical, warnings=self.warnings,
@@ -177,10 +159,10 @@ class Telemetry:
 def attach(result: BenchResult, summary: TelemetrySummary) -> BenchResult:
     """The result with ``extra.telemetry`` (everything) and ``extra.power`` (the energy figures the
     InferenceX export reads: validity, whole-deployment joules over the window, observed devices)."""
-    power = {"power_valid": bool(summary.power.get("power_valid")), "total_gpu_energy_j": summary.gpu_energy_j,
-             "gpu_count": summary.observed_gpu_count or None}
-    update: dict[str, Any] = {"extra": {**result.extra, "telemetry": summary.model_dump(mode="json"),
-                                        "power": power}}
+    power = PowerFigures(power_valid=bool(summary.power.get("power_valid")), total_gpu_energy_j=summary.gpu_energy_j,
+                         gpu_count=summary.observed_gpu_count or None)
+    extra: ResultExtra = result.extra.model_copy(update={"telemetry": summary, "power": power})
+    update: dict[str, Any] = {"extra": extra}
     per_trial = [j for j in summary.trial_joules_per_output_token if j is not None]
     if len(per_trial) >= 2 and len(per_trial) == len(summary.trial_joules_per_output_token):
         from infx.metrics.uncertainty import across_trials

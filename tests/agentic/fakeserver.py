@@ -43,10 +43,13 @@ class FakeServer:
             k = body["max_tokens"]
             for i in range(k):
                 await asyncio.sleep(self.token_delay_s)
-                chunk = {"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "length" if i == k - 1 else None}],
-                         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": i + 1, "total_tokens": prompt_tokens + i + 1}}
+                finish = "length" if i == k - 1 else None
+                chunk = {"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": finish}],
+                         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": i + 1,
+                                   "total_tokens": prompt_tokens + i + 1}}
                 await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-            final = {"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": k, "total_tokens": prompt_tokens + k}}
+            final = {"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": k,
+                                              "total_tokens": prompt_tokens + k}}
             await resp.write(b"data: " + json.dumps(final).encode() + b"\n\ndata: [DONE]\n\n")
             await resp.write_eof()
             return resp
@@ -60,7 +63,7 @@ class FakeServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # aiohttp types _server as optional; started above
         self.base_url = f"http://127.0.0.1:{port}"
         return self
 

@@ -47,32 +47,34 @@ def test_round_trip_with_fanout_through_the_cli(vllm_server, tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     res = BenchResult.model_validate_json((out / "result.json").read_text())
-    ag = res.extra["agentic"]
+    ag = res.extra.agentic
+    assert ag is not None
     expected = sum(len(list(t.all_requests())) for t in load_traces(traces))
-    assert ag["records_total"] == expected and res.metrics.failed == 0
-    assert ag["in_flight_high_water"] > C
-    assert ag["prompt_token_mismatches"] == 0  # the server counted exactly the trace's input tokens
-    assert ag["sessions_completed"] == 4
+    assert ag.records_total == expected and res.metrics.failed == 0
+    assert ag.in_flight_high_water > C
+    assert ag.prompt_token_mismatches == 0  # the server counted exactly the trace's input tokens
+    assert ag.sessions_completed == 4
     assert {c.name: c.status for c in res.checks}["output_length"] == "ok"
-    assert f"in-flight high-water {ag['in_flight_high_water']} (C={C})" in proc.stdout
+    assert f"in-flight high-water {ag.in_flight_high_water} (C={C})" in proc.stdout
 
 
 def test_round_trip_without_fanout_stays_at_conc(vllm_server, tmp_path):
     res = _replay(vllm_server, _traces(tmp_path, "flat", fanout_prob=0.0), tmp_path / "flat-out")
-    ag = res.extra["agentic"]
-    assert res.metrics.failed == 0 and ag["sessions_completed"] == 4
-    assert ag["in_flight_high_water"] == C
-    assert ag["prompt_token_mismatches"] == 0
+    ag = res.extra.agentic
+    assert ag is not None and res.metrics.failed == 0 and ag.sessions_completed == 4
+    assert ag.in_flight_high_water == C
+    assert ag.prompt_token_mismatches == 0
 
 
 def test_block_reuse_shows_in_server_prefix_cache(vllm_server, tmp_path):
     # distinct salts (the default is random per run) so neither run can hit the other's blocks
     high = _replay(vllm_server, _traces(tmp_path, "reuse", reuse=1.0, fanout_prob=0.3), tmp_path / "hi")
     none = _replay(vllm_server, _traces(tmp_path, "noreuse", reuse=0.0, fanout_prob=0.3), tmp_path / "lo")
-    hi = high.extra["agentic"]["server_prefix_cache"]
-    lo = none.extra["agentic"]["server_prefix_cache"]
-    assert hi["queries"] > 0 and lo["queries"] > 0
-    assert hi["hit_rate"] > 0.3
-    assert lo["hit_rate"] < 0.05
-    assert hi["hit_rate"] > lo["hit_rate"] + 0.25
-    json.dumps(high.extra)  # extras stay JSON-serialisable
+    assert high.extra.agentic is not None and none.extra.agentic is not None
+    hi, lo = high.extra.agentic.server_prefix_cache, none.extra.agentic.server_prefix_cache
+    assert hi is not None and lo is not None and hi.hit_rate is not None and lo.hit_rate is not None
+    assert hi.queries > 0 and lo.queries > 0
+    assert hi.hit_rate > 0.3
+    assert lo.hit_rate < 0.05
+    assert hi.hit_rate > lo.hit_rate + 0.25
+    json.dumps(high.extra.model_dump(mode="json"))  # extras stay JSON-serialisable

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import json
 
 from infx.agentic.measure import (
     build_result,
@@ -17,6 +18,7 @@ from infx.agentic.trace import write_traces
 from infx.engine_page import parse_metrics
 from infx.loadgen.http import Target
 from infx.metrics.result import BenchResult
+from infx.metrics.run_config import AgenticRunConfig
 
 from .fakeserver import FakeServer
 
@@ -43,16 +45,18 @@ def test_result_has_metrics_sessions_and_high_water(blocks):
     cfg = _cfg()
     out = _outcome(blocks, cfg)
     res = build_result(out, cfg, trace_file="x.jsonl", gpus_per_server=1)
-    ag = res.extra["agentic"]
+    ag = res.extra.agentic
+    assert ag is not None
     assert res.metrics.issued == len(out.records) - 2  # one warmup per lane
     assert res.metrics.failed == 0 and res.metrics.total_output_tokens > 0
-    assert ag["in_flight_high_water"] == out.in_flight_high_water > 2
-    assert ag["sessions_started"] == ag["sessions_completed"] == 4
-    assert ag["agentic_interactivity_median"] > 0
-    assert ag["agentic_interactivity_p90"] <= ag["agentic_interactivity_median"]
+    assert ag.in_flight_high_water == out.in_flight_high_water > 2
+    assert ag.sessions_started == ag.sessions_completed == 4
+    assert ag.agentic_interactivity_median is not None and ag.agentic_interactivity_median > 0
+    assert ag.agentic_interactivity_p90 is not None
+    assert ag.agentic_interactivity_p90 <= ag.agentic_interactivity_median
     assert {c.name: c.status for c in res.checks}["error_rate"] == "ok"
     assert {c.name: c.status for c in res.checks}["input_length"] == "ok"
-    assert res.config["scenario"] == "agentic-coding"
+    assert isinstance(res.config, AgenticRunConfig) and res.config.scenario == "agentic-coding"
     BenchResult.model_validate_json(res.model_dump_json())  # the result.json contract
 
 
@@ -62,7 +66,7 @@ def test_error_rate_gate(blocks):
     res = build_result(out, cfg)
     gate = next(c for c in res.checks if c.name == "error_rate")
     assert gate.status == "fail" and "threshold 10%" in gate.detail
-    assert res.extra["agentic"]["error_rate"] > 0.2
+    assert res.extra.agentic is not None and res.extra.agentic.error_rate > 0.2
     lenient = build_result(out, _cfg(error_rate_threshold=0.9, abort_on_error_rate=False))
     assert next(c for c in lenient.checks if c.name == "error_rate").status == "ok"
 
@@ -105,11 +109,13 @@ def test_run_agentic_point_writes_files(blocks, tokenizer_dir, tmp_path):
     out = tmp_path / "out"
     assert BenchResult.model_validate_json((out / "result.json").read_text()) == res
     assert res.point["point-id"] == "p1" and res.metrics.throughput.gpus_per_server == 1
-    assert res.config["replay"]["concurrency"] == 2 and res.config["replay"]["duration_s"] == 20
+    assert isinstance(res.config, AgenticRunConfig)
+    assert res.config.replay.concurrency == 2 and res.config.replay.duration_s == 20
     with gzip.open(out / "records.jsonl.gz", "rt") as fh:
         assert sum(1 for _ in fh) == res.metrics.issued
     assert len(read_sessions(out / "sessions.jsonl.gz")) == 4
-    assert "server_prefix_cache" not in res.extra["agentic"]  # the fake has no /metrics
+    assert res.extra.agentic is not None and res.extra.agentic.server_prefix_cache is None  # the fake has no /metrics
+    assert "server_prefix_cache" not in json.loads((out / "result.json").read_text())["extra"]["agentic"]
 
 
 def test_live_error_rate_abort_stops_the_run_early(blocks):
@@ -129,6 +135,7 @@ def test_accounting_counts_what_the_replay_issued(blocks):
     out = _outcome(blocks, cfg)
     assert out.issued_measured == sum(1 for r in out.records if not r.warmup)
     assert {c.name: c.status for c in build_result(out, cfg).checks}["accounting"] == "ok"
-    lost = out.model_copy(update={"records": [r for r in out.records if r.warmup] + [r for r in out.records if not r.warmup][1:]})
+    measured = [r for r in out.records if not r.warmup]
+    lost = out.model_copy(update={"records": [r for r in out.records if r.warmup] + measured[1:]})
     check = {c.name: c for c in build_result(lost, cfg).checks}["accounting"]
     assert check.status == "fail" and "1 issued requests without a record" in check.detail

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from itertools import pairwise
 
 import pytest
 
@@ -46,8 +47,9 @@ def _trace(tid, entries):
 
 @pytest.mark.parametrize("fanout", [True, False])
 def test_in_flight_high_water_exceeds_conc_only_with_fanout(blocks, fanout):
-    traces = synth_traces(SynthConfig(sessions=6, seed=4, think_time=0.0, out_min=2, out_max=8, fanout_prob=1.0 if fanout else 0.0,
-                                      fanout_width_min=3, fanout_width_max=3, turns_min=3, turns_max=4))
+    traces = synth_traces(SynthConfig(sessions=6, seed=4, think_time=0.0, out_min=2, out_max=8,
+                                      fanout_prob=1.0 if fanout else 0.0, fanout_width_min=3, fanout_width_max=3,
+                                      turns_min=3, turns_max=4))
     out, srv = _run(blocks, traces, concurrency=2, max_sessions=6)
     assert out.stopped_by == "sessions"
     assert all(r.ok for r in out.records)
@@ -136,7 +138,7 @@ def test_idle_gaps_are_capped_and_scaled(blocks):
     assert (recs[1].send_ns - recs[0].end_ns) / 1e9 >= 0.19
     fast, _ = _run(blocks, parse_traces([line]), concurrency=1, max_sessions=1, idle_gap_cap_s=0.2, time_scale=0.0)
     recs = sorted(fast.records, key=lambda r: r.send_ns)
-    assert all((b.send_ns - a.end_ns) / 1e9 < 0.1 for a, b in zip(recs, recs[1:]))  # time_scale 0: no idle gaps
+    assert all((b.send_ns - a.end_ns) / 1e9 < 0.1 for a, b in pairwise(recs))  # time_scale 0: no idle gaps
 
 
 def test_duration_limit_stops_new_requests(blocks):
@@ -151,7 +153,8 @@ def test_duration_limit_stops_new_requests(blocks):
 
 
 def test_cache_salt_changes_prompts_but_not_lengths(blocks):
-    traces = synth_traces(SynthConfig(sessions=1, seed=1, think_time=0.0, out_min=2, out_max=8, fanout_prob=0.0, turns_max=3))
+    traces = synth_traces(SynthConfig(sessions=1, seed=1, think_time=0.0, out_min=2, out_max=8, fanout_prob=0.0,
+                                      turns_max=3))
     _, a = _run(blocks, traces, concurrency=1, max_sessions=1, cache_salt="one")
     _, b = _run(blocks, traces, concurrency=1, max_sessions=1, cache_salt="one")
     _, c = _run(blocks, traces, concurrency=1, max_sessions=1, cache_salt="two")
@@ -165,11 +168,13 @@ def test_unreachable_server_is_a_replay_error(blocks):
 
     traces = synth_traces(SynthConfig(sessions=1, seed=1))
     with pytest.raises(ReplayError, match="probe"):
-        replay(traces, blocks, Target(base_url="http://127.0.0.1:9", model="m"), ReplayConfig(concurrency=1, max_sessions=1))
+        replay(traces, blocks, Target(base_url="http://127.0.0.1:9", model="m"),
+               ReplayConfig(concurrency=1, max_sessions=1))
 
 
 def test_traces_with_another_block_size_get_exact_prompts(blocks):
-    line = json.dumps({"id": "b16", "block_size": 16, "requests": [_req(0.0, 40, ids=[0, 1, 2]), _req(0.1, 56, ids=[0, 1, 2, 3])]})
+    line = json.dumps({"id": "b16", "block_size": 16,
+                       "requests": [_req(0.0, 40, ids=[0, 1, 2]), _req(0.1, 56, ids=[0, 1, 2, 3])]})
     out, srv = _run(blocks, parse_traces([line]), concurrency=1, max_sessions=1, idle_gap_cap_s=0)
     assert [r.prompt_tokens for r in out.records] == [40, 56] and out.prompt_token_mismatches == 0
     first, second = (r["body"]["messages"][0]["content"] for r in srv.requests[1:])

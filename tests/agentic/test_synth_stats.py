@@ -73,7 +73,8 @@ def test_cli_synth_then_stats(tmp_path):
 
     out = tmp_path / "tr.jsonl"
     runner = CliRunner()
-    r = runner.invoke(traces_app, ["synth", "--sessions", "4", "--seed", "5", "--out", str(out), "--max-context", "1024"])
+    r = runner.invoke(traces_app, ["synth", "--sessions", "4", "--seed", "5", "--out", str(out),
+                                   "--max-context", "1024"])
     assert r.exit_code == 0, r.output
     assert "4 sessions" in r.output
     assert len(load_traces(out)) == 4

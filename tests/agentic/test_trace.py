@@ -26,7 +26,8 @@ def _sub(agent="a1", requests=None, **kw):
 
 def _trace(tid="t1", requests=None, **kw):
     t = {"id": tid, "models": ["m"], "block_size": 64, "hash_id_scope": "local",
-         "requests": requests if requests is not None else [_req(), _sub(), _sub("a2"), _req(t=3.0, hash_ids=[0, 1, 2])]}
+         "requests": requests if requests is not None
+         else [_req(), _sub(), _sub("a2"), _req(t=3.0, hash_ids=[0, 1, 2])]}
     t.update(kw)
     return json.dumps(t)
 
@@ -69,7 +70,8 @@ def test_negative_tokens_fail_with_line():
 
 def test_subagent_without_requests_fails():
     errs = _errors([_trace("x", requests=[_req(), _sub(requests=[])])])
-    assert errs == ["traces.jsonl:1: error: no requests (a subagent or trace needs at least one) (at requests[1].requests)"]
+    assert errs == ["traces.jsonl:1: error: no requests (a subagent or trace needs at least one) "
+                    "(at requests[1].requests)"]
 
 
 def test_bad_json_line_reports_line_and_column():

@@ -14,6 +14,7 @@ from infx.analysis.cost import Inputs, compare_cost, cost_view, point_cost, sku_
 from infx.analysis.costmodel import BUILTIN_COST_MODEL, load_cost_model
 from infx.diagnostics import InfxError
 from infx.matrix.point import Point
+from infx.metrics.sections import ResultExtra, TelemetrySummary
 from infx.results.layout import PointStatus, ResultsDir, write_point_outcome
 from infx.results.synthetic import Arm, make_manifest, make_point, make_result
 from infx.workspace import SCAFFOLD_DIR
@@ -112,10 +113,10 @@ def _write_run(root: Path, *, power_w: float | None = None, runner: str = "clust
             result = make_result(point, arm, rng=rng)
             update: dict[str, object] = {}
             if point.multinode:
-                update["config"] = {**result.config, "max_concurrency": c}
+                update["config"] = result.config.model_copy(update={"max_concurrency": c})
             if power_w is not None:
-                update["extra"] = {"telemetry": {"power": {"power_valid": 1, "avg_total_gpu_power_w": power_w,
-                                                           "joules_per_output_token": 0.5}}}
+                update["extra"] = ResultExtra(telemetry=TelemetrySummary(power={
+                    "power_valid": 1, "avg_total_gpu_power_w": power_w, "joules_per_output_token": 0.5}))
             write_point_outcome(results, "r1", point, PointStatus(state="done", launch_fingerprint=point.point_id),
                                 result.model_copy(update=update))
     return results

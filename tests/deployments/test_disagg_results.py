@@ -34,7 +34,7 @@ def test_store_and_report_normalise_per_role(tmp_path: Path) -> None:
                            (_disagg_point(c), Arm(tp=8, t_max=4000.0, c_half=40.0))):
             result = make_result(point, arm, rng=rng)
             if point.multinode:  # the result's own conc (multinode rows carry a list)
-                result = result.model_copy(update={"config": {**result.config, "max_concurrency": c}})
+                result = result.model_copy(update={"config": result.config.model_copy(update={"max_concurrency": c})})
             write_point_outcome(results, "r1", point, PointStatus(state="done", launch_fingerprint=point.point_id),
                                 result)
     with Store(results.db_path) as st:

@@ -14,6 +14,7 @@ import pytest
 from infx.interop.export import agg, process_env, raw_client, result_filename
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
+from infx.metrics.sections import PowerFigures, ResultExtra
 from tests.interop.helpers import fixed_point, multinode_point, result_for
 
 
@@ -68,8 +69,8 @@ def test_power_keys_match_aggregate_power(oracle_dir: Path, tmp_path: Path) -> N
     point = Point.from_row(fixed_point(4, 16).to_row() | {"tp": 4, "pp": 2})
     start, duration, gpus, watts = 1_780_000_000.0, 600.0, 8, 400.0
     result = result_for(point, started_at=start, duration_s=duration)
-    result = result.model_copy(update={"extra": {"power": {
-        "power_valid": True, "total_gpu_energy_j": gpus * watts * duration, "gpu_count": gpus}}})
+    result = result.model_copy(update={"extra": ResultExtra(power=PowerFigures(
+        power_valid=True, total_gpu_energy_j=gpus * watts * duration, gpu_count=gpus))})
     csv = tmp_path / "gpu_metrics.csv"
     lines = ["timestamp, index, power.draw [W]"]
     for t in range(int(start) - 2, int(start + duration) + 3):

@@ -174,7 +174,7 @@ def test_ctrl_c_during_sharded_warmup_exits_130(tokenizer_dir, tmp_path):
 def test_sharded_closed_loop_sends_nothing_before_the_window(tokenizer_dir):
     with SyntheticServer(ttft_s=0.001, token_interval_s=0.0005) as srv:
         run = execute(_cfg(srv.base_url, tokenizer_dir, concurrency=4, num_prompts=8, workers=2))
-    start = run.result.extra["clock"]["window_ns"][0]
+    start = run.result.extra.clock.window_ns[0]
     measured = [r for r in run.records if not r.warmup]
     assert len(measured) == 8
     assert min(r.send_ns for r in measured) >= start

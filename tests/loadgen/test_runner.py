@@ -87,7 +87,7 @@ def test_checks_all_ok_on_a_clean_run(tokenizer_dir):
     assert res.metrics.success_rate == 1.0
     assert res.metrics.good_requests == 20
     assert res.versions["server"] == "synthetic"
-    assert res.extra["client"]["chunks"] > 0
+    assert res.extra.client.chunks > 0
 
 
 def test_output_length_check_fails_when_server_stops_early(tokenizer_dir):
@@ -125,11 +125,11 @@ def test_duration_and_open_loop_and_workers(tokenizer_dir):
     assert 0.3 < dur.result.metrics.throughput.duration_s < 5.0  # stops near 0.5 s, not after all prompts
     gaps = sorted(r.intended_send_ns for r in open_.records)
     assert all(abs((b - a) / 1e6 - 10.0) < 0.01 for a, b in zip(gaps, gaps[1:]))  # constant 10 ms
-    assert open_.result.config["request_rate"] == 100.0
+    assert open_.result.config.request_rate == 100.0
     ids = [r.request_id for r in sharded.records]
     assert sorted(ids) == sorted(f"r-{i}" for i in range(30))
     assert {r.worker for r in sharded.records} == {0, 1}
-    assert sharded.result.metrics.completed == 30 and sharded.result.extra["client"]["workers"] == 2
+    assert sharded.result.metrics.completed == 30 and sharded.result.extra.client.workers == 2
 
 
 def test_config_validation():

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from infx.agentic.trace import load_traces
+from infx.metrics.run_config import AgenticRunConfig
 from infx.sweep.layout import RunDir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,13 +38,14 @@ def test_agentic_entry_runs_through_infx_run_with_synthesized_traces(tmp_path: P
         assert st is not None and st.state == "done", (pid, st)
         res = rd.read_result(pid)
         assert res is not None and res.metrics.completed > 0
-        agentic = res.extra["agentic"]
-        conc = agentic["concurrency"]
-        concs.append(conc)
+        agentic = res.extra.agentic
+        assert agentic is not None
+        concs.append(agentic.concurrency)
         # in-flight high-water mark: at least one request, and sub-agent fan-out may exceed the lanes
-        assert isinstance(agentic["in_flight_high_water"], int) and agentic["in_flight_high_water"] >= 1
-        assert agentic["trace_file"] == str(traces)
-        assert res.config["replay"]["warmup_requests_per_lane"] == 1
-        assert res.config["replay"]["max_context"] == 2048  # from the launch's --max-model-len
+        assert isinstance(agentic.in_flight_high_water, int) and agentic.in_flight_high_water >= 1
+        assert agentic.trace_file == str(traces)
+        assert isinstance(res.config, AgenticRunConfig)
+        assert res.config.replay.warmup_requests_per_lane == 1
+        assert res.config.replay.max_context == 2048  # from the launch's --max-model-len
         assert (rd.point_dir(pid) / "records.jsonl.gz").is_file()
     assert sorted(concs) == [1, 2]

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from infx.metrics.sections import ResultExtra
 from infx.sweep import events
 from infx.sweep.executors import LaunchGroup
 from infx.sweep.grouping import group_points
@@ -264,12 +265,22 @@ def test_result_of_another_point_is_not_reused(tmp_path):
     assert decide(rd, "a-tp1-c1", "fpA") == "run"
 
 
+DISTS = ("session_requests", "session_subagent_requests", "session_duration_s", "session_busy_s",
+         "session_max_in_flight", "agentic_interactivity")
+
+
 def test_incomplete_result_fails_the_point_with_a_reason(tmp_path):
     def incomplete(point):
         r = make_result(issued=5)
+        figures = {"in_flight_high_water": 2, "in_flight_high_water_profiled": 2, "concurrency": 1,
+                   "records_total": 5, "records_warmup": 0, "records_cancelled": 0, "error_rate": 0.4,
+                   "chat_overhead_tokens": 0, "prompt_token_mismatches": 0, "skipped_requests": 0, "cache_salt": "s",
+                   "stopped_by": "error_rate", "abort_reason": "error rate 40% over 3 requests",
+                   "mean_in_flight": None, "trace_file": None, "sessions_started": 1, "sessions_completed": 0,
+                   "sessions_measured": 0, **{k: {"count": 0} for k in DISTS},
+                   "agentic_interactivity_median": None, "agentic_interactivity_p90": None}
         return r.model_copy(update={"complete": False, "point": point.to_row(),
-                                    "extra": {"agentic": {"stopped_by": "error_rate",
-                                                          "abort_reason": "error rate 40% over 3 requests"}}})
+                                    "extra": ResultExtra.model_validate({"agentic": figures})})
 
     o, _, _, _ = orch(tmp_path, measurer=Scripted(incomplete))
     s = o.run(one_point_group("fpA"))

@@ -37,8 +37,9 @@ def test_concurrency_8_shows_in_engine_state_and_power_follows_the_window(vllm_s
     eng = summary.engine
     assert eng is not None and eng.samples_in_window >= 2, eng
     assert eng.running_max is not None and 7 <= eng.running_max <= 8
-    # the plateau shows in the max; the mean over a ~8 s window (6 waves: 1 Hz scrapes see several) also holds the ramp-up and the last wave
-    # draining, which a loaded 2-core machine stretches (CI saw 4.25), so it only has to show a busy engine
+    # the plateau shows in the max; the mean over a ~8 s window (6 waves: 1 Hz scrapes see several) also holds
+    # the ramp-up and the last wave draining, which a loaded 2-core machine stretches (CI saw 4.25), so it only
+    # has to show a busy engine
     assert eng.running_mean is not None and eng.running_mean >= 2
     assert eng.kv_usage_max is not None and eng.kv_usage_max > 0
     # counters run from the last scrape before the window to the first after it: every measured token, plus
@@ -53,7 +54,7 @@ def test_concurrency_8_shows_in_engine_state_and_power_follows_the_window(vllm_s
         100 * duration / run.result.metrics.total_output_tokens, abs=1e-6)
     assert (tmp_path / GPU_FILE).is_file() and "engine_state.jsonl" in summary.files
     stored = attach(run.result, summary)
-    assert stored.extra["telemetry"]["power"]["power_metric_schema_version"] == 2
+    assert stored.extra.telemetry is not None and stored.extra.telemetry.power["power_metric_schema_version"] == 2
 
 
 def test_prefix_cache_counters_move_in_agentic_replay(vllm_server, tmp_path: Path) -> None:

@@ -29,12 +29,12 @@ def test_measure_with_telemetry(tiny_model_dir: Path, tmp_path: Path, monkeypatc
                                  launch=SimpleNamespace(metrics_url=None, env={}, argv=[]))
         result = LocalMeasurer(profile, telemetry=TelemetryOptions(gpu="nvidia", cpu_energy=False)).measure(
             point, engine, tmp_path / "point")
-    t = result.extra["telemetry"]
-    assert t["gpu_tool"] == "nvidia-smi" and t["expected_gpu_count"] == 2
-    assert t["power"]["power_valid"] == 1, t["power_reasons"]
+    t = result.extra.telemetry
+    assert t is not None and t.gpu_tool == "nvidia-smi" and t.expected_gpu_count == 2
+    assert t.power["power_valid"] == 1, t.power_reasons
     duration = result.metrics.throughput.duration_s
-    assert t["power"]["total_gpu_energy_j"] == pytest.approx((100 + 110) * duration, abs=1e-3)
-    assert result.extra["power"]["gpu_count"] == 2
+    assert t.power["total_gpu_energy_j"] == pytest.approx((100 + 110) * duration, abs=1e-3)
+    assert result.extra.power is not None and result.extra.power.gpu_count == 2
     for name in (GPU_FILE, VALIDATION_FILE, "records.jsonl.gz"):
         assert (tmp_path / "point" / name).is_file()
     capsys.readouterr()
@@ -44,9 +44,9 @@ def test_measure_with_telemetry(tiny_model_dir: Path, tmp_path: Path, monkeypatc
         with SyntheticServer(ttft_s=0.01, token_interval_s=0.002) as srv:
             engine.base_url = srv.base_url
             r = missing.measure(point, engine, tmp_path / f"m{i}")
-        assert r.extra["telemetry"]["power_reasons"] == ["telemetry_file_missing"]
+        assert r.extra.telemetry is not None and r.extra.telemetry.power_reasons == ["telemetry_file_missing"]
     assert capsys.readouterr().err.count("warning: telemetry: nvidia-smi not found on PATH") == 1
     off = LocalMeasurer(profile, telemetry=TelemetryOptions(enabled=False))
     with SyntheticServer(ttft_s=0.01, token_interval_s=0.002) as srv:
         engine.base_url = srv.base_url
-        assert "telemetry" not in off.measure(point, engine, tmp_path / "p2").extra
+        assert off.measure(point, engine, tmp_path / "p2").extra.telemetry is None

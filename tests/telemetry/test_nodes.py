@@ -94,7 +94,8 @@ def test_gpus_on_nodes_follow_the_role_placement(compat: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_sampler_step_runs_inside_a_real_slurm_job(tmp_path: Path, local_slurm: None) -> None:
+@pytest.mark.usefixtures("local_slurm")
+def test_sampler_step_runs_inside_a_real_slurm_job(tmp_path: Path) -> None:
     bin_dir = install_fake_tools(tmp_path / "bin")
     script = tmp_path / "job.py"
     script.write_text(textwrap.dedent(f"""

@@ -7,9 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from infx.interop.export import agg
 from infx.metrics.result import BenchResult
+from infx.metrics.sections import Clock
 from infx.results.telemetry_rows import COLUMNS, telemetry_row
 from infx.telemetry.session import GPU_FILE, Telemetry, TelemetryOptions, attach, window_of
 from tests.interop.test_interop_golden import hand_result, single
@@ -21,8 +23,8 @@ def clocked(result: BenchResult, start: float, end: float) -> BenchResult:
     mono0, unix0 = 5_000_000_000, int((start - 10) * 1e9)
     w0 = mono0 + int(round((start - (start - 10)) * 1e9))
     w1 = w0 + int(round((end - start) * 1e9))
-    extra = {**result.extra, "clock": {"monotonic_ns": mono0, "unix_ns": unix0, "window_ns": [w0, w1]}}
-    return result.model_copy(update={"extra": extra})
+    clock = Clock(monotonic_ns=mono0, unix_ns=unix0, window_ns=(w0, w1))
+    return result.model_copy(update={"extra": result.extra.model_copy(update={"clock": clock})})
 
 
 def test_window_from_the_clock_anchor() -> None:
@@ -30,8 +32,10 @@ def test_window_from_the_clock_anchor() -> None:
     w = window_of(r).window
     assert w is not None and w.start_time_unix == pytest.approx(T0) and w.end_time_unix == pytest.approx(T0 + 100)
     assert (w.completed, w.total_input_tokens, w.total_output_tokens) == (200, 700_000, 100_000)
-    bad = r.model_copy(update={"extra": {"clock": {"window_ns": [1, 2]}}})
-    assert window_of(bad).reasons == ["invalid_benchmark_result"]
+    data = r.model_dump(mode="json")
+    data["extra"]["clock"] = {"window_ns": [1, 2]}  # no anchor: the window cannot be placed on the wall clock
+    with pytest.raises(ValidationError, match=r"extra\.clock\.monotonic_ns"):  # refused where it is read
+        BenchResult.model_validate(data)
 
 
 def test_finalize_attach_store_and_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,7 +48,7 @@ def test_finalize_attach_store_and_export(tmp_path: Path, monkeypatch: pytest.Mo
     assert summary.power["power_valid"] == 1 and summary.power["total_gpu_energy_j"] == 100_000.0
     assert summary.power["avg_power_w"] == 250.0 and summary.power["joules_per_output_token"] == 1.0
     result = attach(hand_result(), summary)
-    row = dict(zip(COLUMNS, telemetry_row("run", "p1", result.extra) or ()))
+    row = dict(zip(COLUMNS, telemetry_row("run", "p1", result.extra.telemetry) or (), strict=True))
     assert row["power_valid"] == 1 and row["joules_per_output_token"] == 1.0 and row["expected_gpu_count"] == 4
     a = agg(single(), result)  # the InferenceX export reads extra.power
     assert a["power_valid"] == 1 and a["total_gpu_energy_j"] == 100_000.0 and a["joules_per_output_token"] == 1.0
@@ -57,7 +61,7 @@ def test_invalid_power_keeps_throughput_and_says_why(tmp_path: Path) -> None:
     assert summary.power == {"power_metric_schema_version": 2, "power_valid": 0}
     assert summary.power_reasons == ["expected_gpu_count_mismatch", "sampling_gap_exceeded"]
     result = attach(hand_result(), summary)
-    row = dict(zip(COLUMNS, telemetry_row("run", "p1", result.extra) or ()))
+    row = dict(zip(COLUMNS, telemetry_row("run", "p1", result.extra.telemetry) or (), strict=True))
     assert row["power_valid"] == 0 and row["total_gpu_energy_j"] is None
     assert result.metrics.throughput.output_tok_per_s == 1000.0
     assert "total_gpu_energy_j" not in agg(single(), result)
@@ -65,7 +69,7 @@ def test_invalid_power_keeps_throughput_and_says_why(tmp_path: Path) -> None:
 
 def test_internal_error_is_a_reason_not_a_crash(tmp_path: Path) -> None:
     tel = Telemetry(tmp_path, TelemetryOptions(gpu="none", cpu_energy=False))
-    summary = tel.finalize("not a result")  # type: ignore[arg-type]
+    summary = tel.finalize("not a result")  # type: ignore[arg-type]  # deliberately not a result
     assert summary.power_reasons == ["aggregation_internal_error"] and summary.power["power_valid"] == 0
 
 
@@ -85,8 +89,9 @@ def test_energy_per_token_has_an_interval_across_trials(tmp_path: Path, monkeypa
     watts = [(t, 250.0 if t <= 32 else 300.0 if t <= 67 else 200.0) for t in range(-1, 102)]
     nvidia_csv(tmp_path / GPU_FILE, {str(g): [(float(t), w) for t, w in watts] for g in range(4)})
     base = clocked(hand_result(), T0, T0 + 100.0)
-    clock = base.extra["clock"]
-    mono_at = lambda t: clock["monotonic_ns"] + int(round((T0 + t) * 1e9)) - clock["unix_ns"]  # noqa: E731
+    clock = base.extra.clock
+    assert clock is not None
+    mono_at = lambda t: clock.monotonic_ns + int(round((T0 + t) * 1e9)) - clock.unix_ns  # noqa: E731
     m = base.metrics
     part = m.model_copy(update={"completed": 60, "total_input_tokens": 210_000, "total_output_tokens": 30_000,
                                 "throughput": m.throughput.model_copy(update={"duration_s": 30.0})})
