@@ -30,10 +30,13 @@ from pathlib import Path
 from infx.engines.launch import Launch
 from infx.engines.logparse import FailureKind, StartupFacts, classify_failure, parse_startup_log, tail
 from infx.engines.ports import PortClaims, PortRetry, kernel_port
+from infx.failures import Failure
 
 
-class EngineFailure(Exception):
+class EngineFailure(Failure):
     """An engine that did not become ready, with the reason classified and the log tail."""
+
+    kind: FailureKind
 
     def __init__(
         self,
@@ -44,12 +47,9 @@ class EngineFailure(Exception):
         log_path: str | Path | None = None,
         returncode: int | None = None,
     ) -> None:
-        self.kind = kind
-        self.message = message
-        self.log_tail = log_tail
         self.log_path = str(log_path) if log_path else None
         self.returncode = returncode
-        super().__init__(str(self))
+        super().__init__(kind, message, log_tail)
 
     def __str__(self) -> str:
         head = f"engine failed ({self.kind.value}): {self.message}"

@@ -14,21 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from infx.failures import Failure
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.results.layout import StartupSummary
 
 
-class LaunchFailed(Exception):
-    """The engine did not come up, or died. ``reason`` is a classified failure name
+class LaunchFailed(Failure):
+    """The group's engine did not come up, or died. ``kind`` is a classified failure name
     (``exited-at-start``, ``startup-timeout``, ``bad-argument``, ``oom-loading``, ``engine-died``...)."""
 
-    def __init__(self, reason: str, detail: str = "", log_tail: str = "", port_retries: list[Any] | None = None):
-        self.reason = reason
-        self.detail = detail
-        self.log_tail = log_tail
+    def __init__(self, kind: str, message: str = "", log_tail: str = "", port_retries: list[Any] | None = None):
         self.port_retries = list(port_retries or [])  # launches that lost their port before this failure
-        super().__init__(f"{reason}: {detail}" if detail else reason)
+        super().__init__(kind, message, log_tail)
 
 
 @dataclass

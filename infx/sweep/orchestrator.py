@@ -257,13 +257,13 @@ class Orchestrator:
                                        traceback.format_exc(limit=4)) from exc
             except LaunchFailed as exc:
                 tail = exc.log_tail or (engine.log_tail(self.options.log_tail_lines) if engine else "")
-                reason = f"launch-failed:{exc.reason}"
-                self.emit(ev.GroupFailed(group.fingerprint, reason, exc.detail))
+                reason = f"launch-failed:{exc.kind}"
+                self.emit(ev.GroupFailed(group.fingerprint, reason, exc.message))
                 # launches that lost their port before this failure stay on record (never hidden)
                 lost = StartupSummary(port_retries=exc.port_retries) if exc.port_retries else None
                 record.startup = lost
                 for point in group.points:
-                    self._fail(point, group, reason, exc.detail, tail, summary, facts=lost)
+                    self._fail(point, group, reason, exc.message, tail, summary, facts=lost)
                 record.state, record.reason = "failed", reason
                 self._trip_fail_fast()
                 return summary
@@ -287,7 +287,7 @@ class Orchestrator:
                     self._skip_saturated(point, group, saturated_at, summary)
                     continue
                 if dead is not None:
-                    self._fail(point, group, f"engine-died:{dead.reason}", "engine died earlier in this group",
+                    self._fail(point, group, f"engine-died:{dead.kind}", "engine died earlier in this group",
                                dead.log_tail, summary)
                     continue
                 dead = self._measure_point(point, group, engine, facts, summary)
@@ -297,7 +297,7 @@ class Orchestrator:
                     if sat:
                         saturated_at = min(point.concs)
             if dead is not None:
-                record.state, record.reason = "failed", f"engine-died:{dead.reason}"
+                record.state, record.reason = "failed", f"engine-died:{dead.kind}"
             elif summary.failed:
                 record.state = "partial"
             else:
@@ -369,9 +369,9 @@ class Orchestrator:
         dead = engine.failure()
         if dead is not None:
             tail = dead.log_tail or engine.log_tail(self.options.log_tail_lines)
-            dead = LaunchFailed(dead.reason, dead.detail, tail)
-            st = st.model_copy(update={"state": "failed", "failure_class": f"eval-engine-died:{dead.reason}",
-                                       "reason": dead.detail or "the engine died during the eval",
+            dead = LaunchFailed(dead.kind, dead.message, tail)
+            st = st.model_copy(update={"state": "failed", "failure_class": f"eval-engine-died:{dead.kind}",
+                                       "reason": dead.message or "the engine died during the eval",
                                        "log_tail": tail[-8000:], "verdict": None})
         write_eval_status(pdir, st)
         if st.state == "failed":
@@ -393,7 +393,7 @@ class Orchestrator:
 
         st = read_eval_status(self.run_dir.point_dir(pid))
         if dead is not None:
-            self._fail(point, group, f"engine-died:{dead.reason}", dead.detail, dead.log_tail, summary,
+            self._fail(point, group, f"engine-died:{dead.kind}", dead.message, dead.log_tail, summary,
                        started=started, facts=facts)
             return dead
         if st is None or st.state == "failed":
@@ -438,8 +438,8 @@ class Orchestrator:
         dead = engine.failure()
         if dead is not None:
             tail = dead.log_tail or engine.log_tail(self.options.log_tail_lines)
-            dead = LaunchFailed(dead.reason, dead.detail, tail)
-            self._fail(point, group, f"engine-died:{dead.reason}", dead.detail or (error or ""), tail, summary,
+            dead = LaunchFailed(dead.kind, dead.message, tail)
+            self._fail(point, group, f"engine-died:{dead.kind}", dead.message or (error or ""), tail, summary,
                        started=started, facts=facts)
             return dead
         if result is None:

@@ -33,14 +33,18 @@ from infx.engines.disagg.model import Deployment, Role
 from infx.engines.disagg.placement import PlacementError, RolePlacement, place
 from infx.engines.ports import PortClaims, lost_port
 from infx.engines.server import _group_alive, http_ok, kill_group, port_is_free
+from infx.failures import Failure
 
 
-class RoleFailure(Exception):
+class RoleFailure(Failure):
     """A role that did not come up or died: ``kind`` is ``port-in-use``, ``exited``, ``killed`` or ``timeout``."""
 
     def __init__(self, role: str, kind: str, message: str, log_tail: str = ""):
-        self.role, self.kind, self.message, self.log_tail = role, kind, message, log_tail
-        super().__init__(f"role {role} {kind}: {message}")
+        self.role = role
+        super().__init__(kind, message, log_tail)
+
+    def __str__(self) -> str:
+        return f"role {self.role} {self.kind}: {self.message}"
 
 
 def in_slurm_job() -> bool:
