@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from infx.loadgen.http import Target, build_body, make_session, parse_sse, stream_request
+from infx.loadgen.http import Target, build_body, make_session, stream_request
+from infx.loadgen.sse import parse_sse
 from infx.loadgen.testserver import SyntheticServer
 from infx.records import RequestRecord, RequestSpec, read_records, write_records
 
@@ -23,12 +24,13 @@ def decoder(request, monkeypatch):
     """Every test runs with the fast paths (timed body reader + msgspec), with the generic json
     decoder, and with aiohttp's plain readany loop."""
     import infx.loadgen.http as http
+    import infx.loadgen.sse as sse
 
     if request.param == "json":
-        monkeypatch.setattr(http, "_fast_decoder", None)
+        monkeypatch.setattr(sse, "_fast_decoder", None)
     elif request.param == "plain-reader":
         monkeypatch.setattr(http, "_FAST_READER", False)
-    elif http._fast_decoder is None:
+    elif sse._fast_decoder is None:
         pytest.skip("msgspec not installed")
     return request.param
 

@@ -16,7 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from infx.loadgen.checks import check_accounting, run_checks
-from infx.loadgen.http import Target, make_session, parse_sse, stream_request
+from infx.loadgen.http import Target, make_session, stream_request
+from infx.loadgen.sse import parse_sse
 from infx.loadgen.runner import execute
 from infx.loadgen.source import ScheduledSource
 from infx.loadgen.testserver import SyntheticServer
@@ -29,11 +30,11 @@ from .test_runner import _app, _cfg
 
 @pytest.fixture(params=["msgspec", "json"])
 def decoder(request, monkeypatch):
-    import infx.loadgen.http as http
+    import infx.loadgen.sse as sse
 
     if request.param == "json":
-        monkeypatch.setattr(http, "_fast_decoder", None)
-    elif http._fast_decoder is None:
+        monkeypatch.setattr(sse, "_fast_decoder", None)
+    elif sse._fast_decoder is None:
         pytest.skip("msgspec not installed")
     return request.param
 
@@ -58,12 +59,12 @@ def test_unexpected_event_shapes_are_malformed_not_raised(decoder, event):
 
 
 def test_parse_sse_never_raises(monkeypatch):
-    import infx.loadgen.http as http
+    import infx.loadgen.sse as sse
 
     def boom(reads, st):
         raise LookupError("parser bug")
 
-    monkeypatch.setattr(http, "_parse", boom)
+    monkeypatch.setattr(sse, "_parse", boom)
     err = parse_sse([(1, b"data: {}\n\n")], _blank())
     assert err is not None and err[0] == "malformed_sse" and "LookupError" in err[1]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infx.loadgen.http import _events
+from infx.loadgen.sse import _events
 
 
 def _reference(body: bytes) -> list[bytes]:
