@@ -347,7 +347,7 @@ def run_prepared_locally(prep: Any, *, starter: Any = None, measurer: Any = None
                                       calibrate=kv_calibrator(prep.request.runner_config))
     measurer = measurer or LocalMeasurer(prep.request.load, telemetry=prep.request.telemetry)
     if evaluator is None and prep.request.evals != "none":
-        from infx.sweep.evalbridge import LocalEvaluator
+        from infx.sweep.local import LocalEvaluator
 
         evaluator = LocalEvaluator(prep.request.eval_limit)
     interrupted = False
@@ -427,7 +427,7 @@ def run_planned_groups(rd: Any, plan: Any, fingerprints: list[str]) -> int:
     with Progress() as progress:
         evaluator = None
         if plan.request.evals != "none":
-            from infx.sweep.evalbridge import LocalEvaluator
+            from infx.sweep.local import LocalEvaluator
 
             evaluator = LocalEvaluator(plan.request.eval_limit)
         orch = Orchestrator(rd, LocalStarter(render, calibrate=kv_calibrator(plan.request.runner_config)),
@@ -477,7 +477,7 @@ def _submit_slurm(prep: Any, wait: bool, wait_timeout: float, partition: str | N
     opts = SweepOptions(rerun_failed=prep.request.rerun_failed, load_key=prep.request.load.key())
     evaluator = None
     if prep.request.evals != "none":  # points whose eval is still to grade are submitted again
-        from infx.sweep.evalbridge import LocalEvaluator
+        from infx.sweep.local import LocalEvaluator
 
         evaluator = LocalEvaluator(prep.request.eval_limit)
     orch = Orchestrator(rd, None, None, opts, evaluator=evaluator)  # type: ignore[arg-type]

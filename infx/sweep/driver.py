@@ -272,7 +272,7 @@ def prepare(request: RunRequest, *, points: list[Point] | None = None,
             request = request.model_copy(update={"load": request.load.model_copy(update={"trials_by_point": by_point})})
     if request.load.search is not None:
         request = _with_slo(request, pts)
-    from infx.sweep.evalbridge import eval_launch_point
+    from infx.evals.point import eval_launch_point
 
     pts = [eval_launch_point(p) for p in pts]  # eval-only points launch at the eval context
     seen: set[str] = set()

@@ -1,5 +1,5 @@
 """The real executors on this host: engines stage's :class:`EngineProcess` for launches, the load
-generator's ``run_bench`` for measurements."""
+generator's ``run_bench`` for measurements, the evals stage's lm-eval run for accuracy evals."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from infx.evals.protocol import EvalStatus
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.results.layout import StartupSummary
@@ -272,6 +273,47 @@ class LocalMeasurer:
         return Telemetry(point_dir, self.telemetry, metrics_url=metrics_url, expected_gpus=gpus,
                          devices=visible_devices(getattr(launch, "env", None), gpus),
                          node_devices=deployment_node_devices(engine))
+
+
+class LocalEvaluator:
+    """The sweep's evaluator: the evals stage's lm-eval run against the running engine, with the point's
+    protocol (:func:`infx.evals.point.protocol_for`), graded against the card's threshold."""
+
+    def __init__(self, limit: int | None = None, cards_dir: str | None = None, timeout_s: float | None = None,
+                 max_retries: int | None = None):
+        self.limit = limit
+        self.cards_dir = cards_dir
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries  # None: the protocol's (InferenceX's 5, with lm-eval's 1-10 s backoff)
+
+    def evaluate(self, point: Point, engine: Any, point_dir: Path, fingerprint: str | None = None) -> EvalStatus:
+        from infx.diagnostics import InfxError
+        from infx.evals.point import meta_env, protocol_for
+        from infx.evals.runner import EvalFailed, run_eval
+        from infx.evals.thresholds import judge, threshold_for
+        from infx.sweep.loadbridge import max_model_len
+
+        protocol = protocol_for(point, max_model_len(engine), self.limit, self.cards_dir)
+        if self.max_retries is not None:
+            protocol = protocol.model_copy(update={"max_retries": self.max_retries})
+        started = time.time()
+        try:
+            result = run_eval(protocol, engine.base_url, engine.served_model_name, point_dir,
+                              meta=meta_env(point), timeout_s=self.timeout_s)
+        except EvalFailed as exc:
+            return EvalStatus(state="failed", reason=exc.message, failure_class=f"eval-{exc.kind}",
+                              protocol=protocol, launch_fingerprint=fingerprint, log_tail=exc.log_tail[-8000:],
+                              started_at=started, ended_at=time.time())
+        except InfxError as exc:
+            return EvalStatus(state="failed", reason=str(exc), failure_class="eval-error", protocol=protocol,
+                              launch_fingerprint=fingerprint, started_at=started, ended_at=time.time())
+        mark, source = threshold_for(protocol.task, point.model_prefix, self.cards_dir)
+        verdict = judge(result, mark, source)
+        scores = ", ".join(f"{f.name} {f.score:.4f}" for f in result.filters)
+        return EvalStatus(state="pass" if verdict.passed else "accuracy-fail",
+                          reason="" if verdict.passed else f"{scores} below {mark:g} ({source})",
+                          verdict=verdict, protocol=protocol, launch_fingerprint=fingerprint,
+                          started_at=started, ended_at=time.time())
 
 
 def deployment_node_devices(engine: Any) -> list[list[str] | None] | None:

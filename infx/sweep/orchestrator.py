@@ -29,6 +29,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from infx.atomic import write_text
@@ -51,6 +52,8 @@ from infx.sweep.layout import (
     PointStatus,
     RunDir,
     StartupSummary,
+    read_eval_status,
+    write_eval_status,
     write_model,
 )
 
@@ -120,6 +123,17 @@ def decide(run_dir: RunDir, point_id: str, fingerprint: str, rerun_failed: bool 
 def load_changed(status: PointStatus, load_key: str | None) -> bool:
     """The point was measured (or failed) under another load profile, or one not recorded."""
     return load_key is not None and status.state != "skipped" and status.load_profile != load_key
+
+
+def eval_done(point_dir: Path, fingerprint: str, limit: int | None, rerun_failed: bool) -> bool:
+    """The point's eval needs no work: graded (pass or accuracy-fail) on this launch with the same limit,
+    or failed before and failures are not retried."""
+    st = read_eval_status(point_dir)
+    if st is None or st.launch_fingerprint != fingerprint or st.protocol.limit != limit:
+        return False
+    if st.state == "failed":
+        return not rerun_failed
+    return (point_dir / "eval.json").is_file()
 
 
 Emit = Callable[[ev.Event], None]
@@ -322,8 +336,6 @@ class Orchestrator:
     def _eval_pending(self, point: Point, fingerprint: str) -> bool:
         if self.evaluator is None or not (point.run_eval or point.eval_only):
             return False
-        from infx.sweep.evalbridge import eval_done
-
         return not eval_done(self.run_dir.point_dir(point.point_id), fingerprint, self.evaluator.limit,
                              self.options.rerun_failed)
 
@@ -346,7 +358,6 @@ class Orchestrator:
                     summary: SweepSummary) -> LaunchFailed | None:
         """Grade one point on the running engine; ``eval-status.json`` records the outcome."""
         from infx.evals.protocol import EVAL_STATUS_FILE
-        from infx.sweep.evalbridge import write_eval_status
 
         assert self.evaluator is not None
         pid = point.point_id
@@ -389,8 +400,6 @@ class Orchestrator:
         self.emit(ev.PointStarted(pid, point.eval_conc or min(point.concs)))
         started = time.time()
         dead = self._eval_point(point, group, engine, summary)
-        from infx.sweep.evalbridge import read_eval_status
-
         st = read_eval_status(self.run_dir.point_dir(pid))
         if dead is not None:
             self._fail(point, group, f"engine-died:{dead.kind}", dead.message, dead.log_tail, summary,

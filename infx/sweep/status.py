@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.results.layout import MANIFEST, ResultsDir
-from infx.sweep.layout import GroupRecord, RunDir
+from infx.sweep.layout import GroupRecord, RunDir, read_eval_status
 
 State = Literal["done", "failed", "skipped", "running", "queued", "pending"]
 
@@ -123,7 +123,6 @@ def trials_text(rd: RunDir, point_id: str) -> str:
 def eval_text(point_dir: Path, wants_eval: bool) -> str:
     """The point's accuracy eval as one cell: outcome, headline score and threshold, or why it failed."""
     from infx.evals.parse import read_eval
-    from infx.sweep.evalbridge import read_eval_status
 
     st = read_eval_status(point_dir)
     if st is None:
