@@ -10,7 +10,7 @@ from infx.engines.logparse import FailureKind
 from infx.engines.server import EngineFailure
 from infx.evals.runner import EvalFailed
 from infx.failures import Failure
-from infx.sweep.executors import LaunchFailed
+from infx.sweep.interfaces import LaunchFailed
 
 
 @pytest.mark.parametrize(("failure", "kind", "text"), [

@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"matrix"},
     {"records"},       # the raw request record: the contract between the load generator and the metrics
     {"metrics"},
-    {"engine_page"},   # the engine's /metrics page parsed (telemetry, the agentic replay and live progress read it)
+    {"engine_metrics"},  # the engine's /metrics page parsed (telemetry, the agentic replay and live progress read it)
     {"loadgen"},
     {"agentic"},
     {"telemetry"},     # power/energy and engine-state samplers around a measurement (uses the result's clock)

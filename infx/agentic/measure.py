@@ -25,7 +25,7 @@ import numpy as np
 from infx import atomic
 from infx.agentic.replay import ReplayConfig, ReplayOutcome, SessionRecord, replay
 from infx.agentic.stats import Dist
-from infx.engine_page import EngineStateSample, scrape_once
+from infx.engine_metrics import EngineStateSample, scrape_once
 from infx.metrics.result import BenchResult, Check, Metrics
 from infx.records import RequestRecord, write_records
 

@@ -402,7 +402,7 @@ def ingesting(rd: Any, emit: Any) -> Any:
 def run_planned_groups(rd: Any, plan: Any, fingerprints: list[str]) -> int:
     """Body of ``infx run-group``: re-render the planned points, check fingerprints, run the groups."""
     from infx.sweep.driver import finish_invocation, options_of, workspace_of
-    from infx.sweep.executors import LaunchGroup
+    from infx.sweep.grouping import LaunchGroup
     from infx.sweep.local import LocalMeasurer, LocalStarter, kv_calibrator
     from infx.sweep.orchestrator import Orchestrator
     from infx.sweep.progress import Progress

@@ -1,4 +1,4 @@
-"""A multi-role deployment as the sweep's :class:`~infx.sweep.executors.RunningEngine`.
+"""A multi-role deployment as the sweep's :class:`~infx.sweep.interfaces.RunningEngine`.
 
 Every role gets a loopback port picked right before it starts (the workers' when the deployment starts, the
 router's once every worker is ready) and ExampleConnector a fresh shared directory per start; the deployment
@@ -20,7 +20,8 @@ from typing import Any
 from infx.atomic import write_text
 from infx.matrix.point import Point
 from infx.results.layout import StartupSummary
-from infx.sweep.executors import LaunchFailed, LaunchGroup
+from infx.sweep.grouping import LaunchGroup
+from infx.sweep.interfaces import LaunchFailed
 from infx.sweep.logfile import log_excerpt, log_size
 
 

@@ -23,8 +23,8 @@ from infx.atomic import write_text
 from infx.diagnostics import Diagnostic, InfxError
 from infx.matrix.point import Point
 from infx.results.layout import PullRequest
-from infx.sweep.executors import EngineStarter, LaunchGroup, PointEvaluator, PointMeasurer
-from infx.sweep.grouping import group_points
+from infx.sweep.grouping import LaunchGroup, group_points
+from infx.sweep.interfaces import EngineStarter, PointEvaluator, PointMeasurer
 from infx.sweep.layout import RunDir
 from infx.sweep.manifest import merge_engine_versions, new_manifest
 from infx.sweep.orchestrator import Emit, Orchestrator, SweepOptions, SweepSummary

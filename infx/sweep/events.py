@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:
-    from infx.sweep.executors import LiveStats
+    from infx.sweep.interfaces import LiveStats
 
 
 @dataclass

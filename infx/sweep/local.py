@@ -15,13 +15,14 @@ from infx.evals.protocol import EvalStatus
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.results.layout import StartupSummary
-from infx.sweep.executors import LaunchFailed, LaunchGroup, LiveStats, ProgressFn
+from infx.sweep.grouping import LaunchGroup
+from infx.sweep.interfaces import LaunchFailed, LiveStats, ProgressFn
 from infx.sweep.logfile import log_excerpt, log_size
 from infx.sweep.profile import LoadProfile
 from infx.sweep.rendering import RenderAtPort
 
 if TYPE_CHECKING:
-    from infx.engine_page import EngineStateSample
+    from infx.engine_metrics import EngineStateSample
 
 # (group's first point, launch, start-up facts) -> flat scalars merged into ``StartupSummary.other``
 Calibrate = Callable[[Point, Any, StartupSummary], dict[str, Any]]
@@ -72,7 +73,7 @@ def engine_version(base_url: str, timeout: float = 3.0) -> str | None:
 
 
 class LocalEngine:
-    """:class:`infx.sweep.executors.RunningEngine` over the engines stage's ``RetryingEngine``: the port is
+    """:class:`infx.sweep.interfaces.RunningEngine` over the engines stage's ``RetryingEngine``: the port is
     picked right before the start, and a launch that loses it is relaunched on a new one (each retry kept
     in the start-up facts, ``status.json``)."""
 
@@ -211,7 +212,7 @@ class LocalMeasurer:
         """``--search max-concurrency``: the largest concurrency meeting the point's SLO tier on this
         running engine (doubling from the point's concurrency, then bisection); None without a tier."""
         from infx.loadgen.search import bench_probe, search_max_concurrency
-        from infx.sweep.loadbridge import bench_config
+        from infx.sweep.point_load import bench_config
 
         tier = self.load.slo_by_point.get(point.point_id)
         if not tier:
@@ -224,14 +225,14 @@ class LocalMeasurer:
 
     def measure(self, point: Point, engine: Any, point_dir: Path, progress: ProgressFn | None = None
                 ) -> BenchResult:
-        from infx.sweep.loadbridge import run_point_load
+        from infx.sweep.point_load import run_point_load
 
         launch = getattr(engine, "launch", None)
         url = getattr(launch, "metrics_url", None)
         tel = self._telemetry(point, engine, url, point_dir)
         poller = None
         if url and progress:
-            from infx.engine_page import scrape_once
+            from infx.engine_metrics import scrape_once
 
             sample = tel.engine.latest if (tel and tel.engine) else functools.partial(scrape_once, url, 2.0)
             poller = MetricsPoller(sample, progress, self.poll_s)
@@ -291,7 +292,7 @@ class LocalEvaluator:
         from infx.evals.point import meta_env, protocol_for
         from infx.evals.runner import EvalFailed, run_eval
         from infx.evals.thresholds import judge, threshold_for
-        from infx.sweep.loadbridge import max_model_len
+        from infx.sweep.point_load import max_model_len
 
         protocol = protocol_for(point, max_model_len(engine), self.limit, self.cards_dir)
         if self.max_retries is not None:

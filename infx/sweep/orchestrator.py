@@ -38,10 +38,10 @@ from infx.metrics.result import BenchResult
 from infx.results.receipt import discard_receipt
 from infx.sweep import events as ev
 from infx.sweep.bundle import finalise_point
-from infx.sweep.executors import (
+from infx.sweep.grouping import LaunchGroup
+from infx.sweep.interfaces import (
     EngineStarter,
     LaunchFailed,
-    LaunchGroup,
     LiveStats,
     PointEvaluator,
     PointMeasurer,

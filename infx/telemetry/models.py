@@ -1,5 +1,5 @@
 """Typed telemetry records: the benchmark window, the power validation (InferenceX's sidecar shape), CPU
-energy, the engine-state summary (one sample is :class:`infx.engine_page.EngineStateSample`) and the
+energy, the engine-state summary (one sample is :class:`infx.engine_metrics.EngineStateSample`) and the
 per-point summary stored in ``result.json`` ``extra.telemetry``."""
 
 from __future__ import annotations
