@@ -27,7 +27,7 @@ _STAGE_CLIS = (
     "infx.preflight.cli",  # preflight
     "infx.loadgen.cli",    # bench
     "infx.agentic.cli",    # traces synth|stats
-    "infx.sweep.cli",      # run, run-group, run-point, status
+    "infx.sweep.cli",      # run, run-group, run-point, status, repro
     "infx.changelog.cli",  # changelog validate|matrix
     "infx.evals.cli",      # eval
     "infx.results.cli",    # ingest
@@ -35,7 +35,6 @@ _STAGE_CLIS = (
     "infx.report.costcli", # cost show|export (the cost table, priced results)
     "infx.interop.cli",    # export --format inferencex (and ingest --format inferencex)
     "infx.repro.cli",      # verify, diff-env
-    "infx.sweep.rerun",    # repro
     "infx.demo",           # demo
 )
 

@@ -77,7 +77,7 @@ class RunRequest(BaseModel):
     rerun_failed: bool = False
     ready_timeout: float = 900.0
     max_error_rate: float = 0.0
-    eval_limit: int | None = None  # grade only the first N questions of each eval (None: all)
+    eval_limit: int | None = Field(None, ge=1)  # grade only the first N questions of each eval (None: all)
     preflight: bool = True  # run the preflight gate (rendering is always checked)
     load: LoadProfile = Field(default_factory=LoadProfile)
     changelog: ChangelogSelection | None = None  # select the points from a changelog change instead of keys

@@ -12,7 +12,7 @@ the unit tests plug in fakes, so grouping, resume and isolation are tested witho
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -47,8 +47,11 @@ ProgressFn = Callable[[LiveStats], None]
 
 
 class RunningEngine(Protocol):
-    base_url: str
-    served_model_name: str
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def served_model_name(self) -> str: ...
 
     def wait_ready(self, timeout: float) -> StartupSummary:
         """Block until ready; raise :class:`LaunchFailed` (classified) on exit or time-out."""
