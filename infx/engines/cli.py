@@ -72,12 +72,13 @@ def down_cmd(
         typer.echo(f"stopped engine pid={state.pid} at {state.base_url}", err=True)
 
 
+def plan(ctx: typer.Context) -> None:
+    """Render each point's engine launch (argv, env, fingerprint): --config-files ... --config-keys K [--json]."""
+    from infx.engines.plan import run
+
+    raise typer.Exit(run(list(ctx.args)))
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(engine_app, name="engine")
-
-    @app.command("plan", context_settings=_PASSTHROUGH, add_help_option=False)
-    def plan(ctx: typer.Context) -> None:
-        """Render each point's engine launch (argv, env, fingerprint): --config-files ... --config-keys K [--json]."""
-        from infx.engines.plan import run
-
-        raise typer.Exit(run(list(ctx.args)))
+    app.command("plan", context_settings=_PASSTHROUGH, add_help_option=False)(plan)

@@ -7,10 +7,12 @@ import typer
 _PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("matrix", context_settings=_PASSTHROUGH, add_help_option=False)
-    def matrix(ctx: typer.Context) -> None:
-        """Expand master configs into matrix rows (JSON on stdout): full-sweep | test-config. See --help."""
-        from infx.matrix.generate import run
+def matrix(ctx: typer.Context) -> None:
+    """Expand master configs into matrix rows (JSON on stdout): full-sweep | test-config. See --help."""
+    from infx.matrix.generate import run
 
-        raise typer.Exit(run(list(ctx.args), prog="infx matrix"))
+    raise typer.Exit(run(list(ctx.args), prog="infx matrix"))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("matrix", context_settings=_PASSTHROUGH, add_help_option=False)(matrix)

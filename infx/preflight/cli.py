@@ -169,24 +169,32 @@ def derive(model_dir: Path, prefix: str | None, model: str | None, out: Path | N
     return 0
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("preflight", context_settings=_PASSTHROUGH, add_help_option=False)
-    def preflight(ctx: typer.Context) -> None:
-        """Prove every point can run before it costs GPU time: --config-files ... --runner-config R [--config-keys K] [--json] [--verify-images]."""
-        raise typer.Exit(run(list(ctx.args)))
+def preflight(ctx: typer.Context) -> None:
+    """Prove every point can run before it costs GPU time: --config-files ... --runner-config R [--config-keys K] \
+[--json] [--verify-images]."""
+    raise typer.Exit(run(list(ctx.args)))
 
-    cards = typer.Typer(help="Model and hardware cards: the memory facts the preflight gate reasons with.",
+
+cards_app = typer.Typer(help="Model and hardware cards: the memory facts the preflight gate reasons with.",
                         no_args_is_help=True)
 
-    @cards.command("derive")
-    def cards_derive(
-        model_dir: Path = typer.Argument(..., help="a local checkpoint directory holding config.json"),
-        prefix: str | None = typer.Option(None, "--prefix", help="the card's model-prefix (default: the directory name)"),
-        model: str | None = typer.Option(None, "--model", help="the checkpoint's repository id (default: config.json _name_or_path, else the directory name)"),
-        out: Path | None = typer.Option(None, "--out", help="file to write (default: the workspace's cards/models/PREFIX.yaml)"),
-        stdout: bool = typer.Option(False, "--stdout", help="print the card instead of writing it"),
-    ) -> None:
-        """Write a model card from MODEL_DIR's config.json (+ model.safetensors.index.json or the shards' headers for checkpoint bytes)."""
-        raise typer.Exit(derive(model_dir, prefix, model, out, stdout))
 
-    app.add_typer(cards, name="cards")
+@cards_app.command("derive")
+def cards_derive(
+    model_dir: Path = typer.Argument(..., help="a local checkpoint directory holding config.json"),
+    prefix: str | None = typer.Option(None, "--prefix", help="the card's model-prefix (default: the directory "
+                                         "name)"),
+    model: str | None = typer.Option(None, "--model", help="the checkpoint's repository id (default: config.json "
+                                        "_name_or_path, else the directory name)"),
+    out: Path | None = typer.Option(None, "--out", help="file to write (default: the workspace's "
+                                       "cards/models/PREFIX.yaml)"),
+    stdout: bool = typer.Option(False, "--stdout", help="print the card instead of writing it"),
+) -> None:
+    """Write a model card from MODEL_DIR's config.json (+ model.safetensors.index.json or the shards' headers for \
+checkpoint bytes)."""
+    raise typer.Exit(derive(model_dir, prefix, model, out, stdout))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("preflight", context_settings=_PASSTHROUGH, add_help_option=False)(preflight)
+    app.add_typer(cards_app, name="cards")
