@@ -1,4 +1,5 @@
-"""``infx matrix full-sweep|test-config ...``: the same command as ``python -m infx.matrix.generate``."""
+"""``infx matrix full-sweep|test-config ...``: the same command as ``python -m infx.matrix.generate``
+(:mod:`infx.matrix.generate_cli`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ _PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_
 
 def matrix(ctx: typer.Context) -> None:
     """Expand master configs into matrix rows (JSON on stdout): full-sweep | test-config. See --help."""
-    from infx.matrix.generate import run
+    from infx.matrix.generate_cli import run
 
     raise typer.Exit(run(list(ctx.args), prog="infx matrix"))
 
