@@ -175,8 +175,8 @@ class _TimedReader(aiohttp.StreamReader):
     ``StreamReader`` by ``__class__`` assignment (same slots); the class is restored after."""
 
     __slots__ = ()
-    # aiohttp's deque of body bytes holds (arrival_ns, bytes) pairs while this class is installed
-    _buffer: deque[tuple[int, bytes]]  # type: ignore[assignment]
+    # aiohttp declares a deque of body bytes; it holds (arrival_ns, bytes) pairs while this class is installed
+    _buffer: deque[tuple[int, bytes]]  # type: ignore[assignment]  # the pairs this reader keeps, see above
 
     def feed_data(self, data: bytes, size: int = 0) -> bool:
         if data:

@@ -32,10 +32,10 @@ from infx.loadgen.datasets import Prompt, load_tokenizer, random_prompts, shareg
 from infx.loadgen.drive import Counters, drive
 from infx.loadgen.http import Target, make_session
 from infx.loadgen.progress import Progress
-from infx.loadgen.source import RequestSource, ScheduledSource, arrival_offsets_s, sleep_until
+from infx.loadgen.source import Arrival, RequestSource, ScheduledSource, arrival_offsets_s, sleep_until
 from infx.metrics.compute import compute_metrics
 from infx.metrics.result import BenchResult
-from infx.records import RECORDS_FILE, RequestRecord, RequestSpec, write_records
+from infx.records import RECORDS_FILE, Endpoint, RequestRecord, RequestSpec, write_records
 
 RESULT_FILE = "result.json"
 _now = time.monotonic_ns
@@ -49,7 +49,7 @@ class ShardPlan:
     worker: int
     workers: int
     target: Target
-    endpoint: str
+    endpoint: Endpoint
     ignore_eos: bool
     main_prompts: list[Prompt]
     warm_prompts: list[Prompt]
@@ -57,7 +57,7 @@ class ShardPlan:
     num_main: int | None
     concurrency: int | None  # this shard's cap
     request_rate: float | None  # global rate (the shard takes every workers-th arrival)
-    arrival: str
+    arrival: Arrival
     burstiness: float
     seed: int
     duration_s: float | None
@@ -96,7 +96,7 @@ def _specs(plan: ShardPlan, prompts: list[Prompt], prefix: str, *, warmup: bool,
         p = prompts[idx % len(prompts)]
         yield RequestSpec(
             request_id=f"{prefix}-{idx}",
-            endpoint=plan.endpoint,  # type: ignore[arg-type]
+            endpoint=plan.endpoint,
             prompt=p.text,
             max_tokens=p.output_tokens,
             ignore_eos=plan.ignore_eos,
@@ -108,7 +108,7 @@ def _specs(plan: ShardPlan, prompts: list[Prompt], prefix: str, *, warmup: bool,
 def _offsets(plan: ShardPlan, n: int | None, seed: int) -> Iterator[float] | None:
     if plan.request_rate is None:
         return None
-    gen = arrival_offsets_s(n, plan.request_rate, arrival=plan.arrival, burstiness=plan.burstiness, seed=seed)  # type: ignore[arg-type]
+    gen = arrival_offsets_s(n, plan.request_rate, arrival=plan.arrival, burstiness=plan.burstiness, seed=seed)
     return itertools.islice(gen, plan.worker, None, plan.workers)
 
 
@@ -472,7 +472,7 @@ def execute(config: BenchConfig, *, source: RequestSource | None = None,
         m = run.result.metrics
         if source is None and m.completed:
             window = tuple(run.result.extra["clock"]["window_ns"])
-            run.result.stats = within_run(run.records, headline_values(m), window, seed=config.seed)  # type: ignore[arg-type]
+            run.result.stats = within_run(run.records, headline_values(m), window, seed=config.seed)
         if config.out_dir:
             write_outputs(config.out_dir, run.result, run.records)
         return run
@@ -514,7 +514,7 @@ def _execute_trials(config: BenchConfig, on_trial: Callable[[int, BenchResult], 
     pooled = compute_metrics(records, goodput=config.goodput or None, gpus=config.gpus, nodes=config.nodes,
                              duration_s=sum(x.result.metrics.throughput.duration_s for x in runs))
     trials = [Trial(trial=k, started_at=x.result.started_at, ended_at=x.result.ended_at, warmup=(k == 0),
-                    window_ns=windows[k], metrics=x.result.metrics, checks=x.result.checks)  # type: ignore[arg-type]
+                    window_ns=windows[k], metrics=x.result.metrics, checks=x.result.checks)
               for k, x in enumerate(runs)]
     stats = trial_estimates([headline_values(x.result.metrics) for x in runs],
                             [sample_counts(x.result.metrics) for x in runs])

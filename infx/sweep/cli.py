@@ -312,7 +312,7 @@ def status_cmd(
         for col in ("point", "conc", "state", *(("trials: output tok/s, 95% CI",) if show_trials else ()),
                     *(("kv tokens predicted/logged",) if show_kv else ()),
                     *(("eval",) if show_eval else ()),
-                    *((f"$/Mtok ({getattr(cost, 'tier', '')})",) if show_cost else ()), "reason"):
+                    *((f"$/Mtok ({cost.tier if cost else ''})",) if show_cost else ()), "reason"):
             t.add_column(col)
         colours = {"done": "green", "failed": "red", "skipped": "yellow", "running": "cyan", "queued": "blue"}
         for p in s.points:

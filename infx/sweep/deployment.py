@@ -102,7 +102,8 @@ class LocalDeployment:
     def _render_checked(self, ports: dict[str, int]) -> Any:
         fresh = self.render(ports)
         if fresh.fingerprint != self.planned.fingerprint:
-            raise LaunchFailed("fingerprint-drift", "the deployment rendered with new ports differs from the planned one")
+            raise LaunchFailed("fingerprint-drift",
+                               "the deployment rendered with new ports differs from the planned one")
         return fresh
 
     def _log(self, msg: str) -> None:
@@ -194,7 +195,7 @@ class LocalDeployment:
                        "step_port": _step_record(self.proc, r.name),
                        "pid": rp.proc.pid if rp.proc else None, "ready_s": rp.ready_s, "stop_s": rp.stop_s,
                        "placement": self.proc.placed[r.name].model_dump() if r.name in self.proc.placed else None}
-                      for r, rp in zip(d.roles, self.proc.roles)],
+                      for r, rp in zip(d.roles, self.proc.roles, strict=False)],
             "startup_s": self.proc.startup_s, "teardown_s": self.proc.teardown_s,
             "all_gone": self.proc.all_gone() if self.proc.teardown_s is not None else None,
             "pd_evidence": self.evidence,

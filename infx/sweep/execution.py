@@ -176,7 +176,7 @@ def submit_slurm(prep: Prepared, wait: bool, wait_timeout: float, partition: str
     # gate rejects are recorded now; resumed points are not submitted at all
     opts = SweepOptions(rerun_failed=prep.request.rerun_failed, load_key=prep.request.load.key())
     # points whose eval is still to grade are submitted again
-    orch = Orchestrator(rd, None, None, opts, evaluator=evaluator_for(prep.request))  # type: ignore[arg-type]
+    orch = Orchestrator(rd, None, None, opts, evaluator=evaluator_for(prep.request))  # plans, runs nothing
     orch.mark_skipped(prep.rejects)
     todo, summary = orch.plan(prep.groups)
     print(f"slurm: {len(prep.points)} point(s): {len(summary.reused)} already measured, "

@@ -16,7 +16,7 @@ from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.results.layout import StartupSummary
 from infx.sweep.grouping import LaunchGroup
-from infx.sweep.interfaces import LaunchFailed, LiveStats, ProgressFn
+from infx.sweep.interfaces import LaunchFailed, LiveStats, ProgressFn, RunningEngine
 from infx.sweep.logfile import log_excerpt, log_size
 from infx.sweep.profile import LoadProfile
 from infx.sweep.rendering import RenderAtPort
@@ -170,14 +170,14 @@ class LocalStarter:
         self.ready_timeout_for = ready_timeout_for  # a per-group cap on the readiness wait
         self.calibrate = calibrate  # e.g. kv_calibrator(runner_config): stored in the start-up facts
 
-    def start(self, group: LaunchGroup, log_path: Path) -> LocalEngine:
+    def start(self, group: LaunchGroup, log_path: Path) -> RunningEngine:
         from infx.engines.ports import kernel_port
 
         if group.points[0].multinode:  # several roles: infx.sweep.deployment
             from infx.sweep.deployment import start_deployment
 
             cap = self.ready_timeout_for(group) if self.ready_timeout_for else None
-            return start_deployment(self.render_at_port, group, log_path, cap)  # type: ignore[return-value]
+            return start_deployment(self.render_at_port, group, log_path, cap)
         point = group.points[0]
         launch = self.render_at_port(point, kernel_port())  # to check the plan; the start picks its own port
         if launch.fingerprint != group.fingerprint:
@@ -323,7 +323,7 @@ def deployment_node_devices(engine: Any) -> list[list[str] | None] | None:
     None otherwise (the local sampler on this node)."""
     proc = getattr(engine, "proc", None)
     placed = getattr(proc, "placed", None)
-    if not placed or not proc.deployment.gpus():
+    if proc is None or not placed or not proc.deployment.gpus():
         return None
     from infx.engines.disagg.placement import gpus_on_nodes
     from infx.engines.disagg.process import job_layout
@@ -332,7 +332,7 @@ def deployment_node_devices(engine: Any) -> list[list[str] | None] | None:
     gpn, _ = job_layout()
     if not gpn:
         return None
-    return node_devices(gpus_on_nodes(proc.deployment, placed, gpn))  # type: ignore[return-value]
+    return [*node_devices(gpus_on_nodes(proc.deployment, placed, gpn))]
 
 
 def theoretical_reuse(result: BenchResult) -> float | None:

@@ -147,14 +147,14 @@ class Orchestrator:
     def __init__(
         self,
         run_dir: RunDir,
-        starter: EngineStarter,
-        measurer: PointMeasurer,
+        starter: EngineStarter | None,
+        measurer: PointMeasurer | None,
         options: SweepOptions | None = None,
         emit: Emit | None = None,
         evaluator: PointEvaluator | None = None,
     ):
         self.run_dir = run_dir
-        self.starter = starter
+        self.starter = starter  # None (and no measurer): an orchestrator that only plans (Slurm submission)
         self.measurer = measurer
         self.evaluator = evaluator
         self.options = options or SweepOptions()
@@ -262,6 +262,7 @@ class Orchestrator:
             try:
                 summary.launches += 1
                 try:
+                    assert self.starter is not None, "a planning-only orchestrator starts nothing"
                     engine = self.starter.start(group, log_path)
                     facts = engine.wait_ready(self.options.ready_timeout)
                 except (KeyboardInterrupt, LaunchFailed):
@@ -436,6 +437,7 @@ class Orchestrator:
         error: str | None = None
         tb = ""
         try:
+            assert self.measurer is not None, "a planning-only orchestrator measures nothing"
             result = self.measurer.measure(point, engine, pdir, progress)
         except KeyboardInterrupt:
             raise

@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from infx.loadgen.checks import check_accounting, run_checks
 from infx.loadgen.http import Target, make_session, stream_request
-from infx.loadgen.sse import parse_sse
 from infx.loadgen.runner import execute
 from infx.loadgen.source import ScheduledSource
+from infx.loadgen.sse import parse_sse
 from infx.loadgen.testserver import SyntheticServer
 from infx.metrics.compute import compute_metrics
 from infx.metrics.result import BenchResult
@@ -150,8 +150,9 @@ def test_ctrl_c_during_sharded_warmup_exits_130(tokenizer_dir, tmp_path):
     # one warmup request: worker 0 sends it (and it hangs: 30 s TTFT), worker 1 has none and
     # waits for worker 0 at the start barrier
     with SyntheticServer(ttft_s=30.0, token_interval_s=0.001) as srv:
-        cmd = [sys.executable, "-m", "infx", "bench", "--base-url", srv.base_url, "--model", "m", "--tokenizer", str(tokenizer_dir),
-               "-c", "2", "--workers", "2", "-n", "4", "--warmup", "1", "--input-len", "8", "--output-len", "4",
+        cmd = [sys.executable, "-m", "infx", "bench", "--base-url", srv.base_url, "--model", "m",
+               "--tokenizer", str(tokenizer_dir), "-c", "2", "--workers", "2", "-n", "4", "--warmup", "1",
+               "--input-len", "8", "--output-len", "4",
                "--no-progress", "--no-summary", "--out", str(tmp_path)]
         # own session: a hung run's worker processes are killed with it (no orphans)
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
@@ -197,7 +198,8 @@ def test_invalid_url_request_is_client_error(url):
     async def main() -> RequestRecord:
         async with make_session() as session:
             spec = RequestSpec(request_id="u", prompt="x", max_tokens=2)
-            return await stream_request(session, spec, Target(base_url=url, model="m", stall_timeout_s=2, total_timeout_s=3))
+            return await stream_request(session, spec,
+                                        Target(base_url=url, model="m", stall_timeout_s=2, total_timeout_s=3))
 
     assert asyncio.run(main()).error_class == "client_error"
 
