@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from infx.engines.launch import Launch
+from infx.engines.logfile import log_excerpt
 from infx.engines.logparse import FailureKind, StartupFacts, classify_failure, parse_startup_log, tail
 from infx.engines.ports import PortClaims, PortRetry, kernel_port
 from infx.failures import Failure
@@ -190,12 +191,7 @@ class EngineProcess:
         """This launch's log (an earlier launch's lines in the same file are not part of it)."""
         if not self.log_path:
             return ""
-        try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(self.log_offset)
-                return fh.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
+        return log_excerpt(self.log_path, self.log_offset)
 
     def wait_ready(self, timeout: float = 300.0, poll: float = 0.25) -> StartupFacts:
         """Block until the readiness endpoint answers 2xx; return the start-up facts.

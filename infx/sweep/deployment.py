@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from infx.atomic import write_text
+from infx.engines.logfile import log_excerpt, log_size
 from infx.matrix.point import Point
 from infx.results.layout import StartupSummary
 from infx.sweep.grouping import LaunchGroup
 from infx.sweep.interfaces import LaunchFailed
-from infx.sweep.logfile import log_excerpt, log_size
 
 
 def allocation(point: Point, gpus_per_node: int) -> tuple[int, int]:

@@ -32,8 +32,6 @@ from infx.evals.protocol import EVAL_STATUS_FILE, EvalStatus
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.results.layout import (
-    ENGINE_LOG,
-    RESULT_FILE,
     STATUS_FILE,
     PointFile,
     PointStatus,
@@ -44,8 +42,8 @@ from infx.results.layout import (
 )
 from infx.results.receipt import discard_receipt
 
-__all__ = ["RunDir", "GroupRecord", "PointStatus", "StartupSummary", "RunManifest", "ENGINE_LOG", "RESULT_FILE",
-           "STATUS_FILE", "write_model", "read_eval_status", "write_eval_status"]
+__all__ = ["RunDir", "GroupRecord", "PointStatus", "StartupSummary", "RunManifest", "STATUS_FILE", "write_model",
+           "read_eval_status", "write_eval_status"]
 
 
 class GroupRecord(BaseModel):

@@ -11,13 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from infx.engines.logfile import log_excerpt, log_size
 from infx.evals.protocol import EvalStatus
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.results.layout import StartupSummary
 from infx.sweep.grouping import LaunchGroup
 from infx.sweep.interfaces import LaunchFailed, LiveStats, ProgressFn, RunningEngine
-from infx.sweep.logfile import log_excerpt, log_size
 from infx.sweep.profile import LoadProfile
 from infx.sweep.rendering import RenderAtPort
 

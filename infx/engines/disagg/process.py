@@ -31,6 +31,7 @@ from pathlib import Path
 
 from infx.engines.disagg.model import Deployment, Role
 from infx.engines.disagg.placement import PlacementError, RolePlacement, place
+from infx.engines.logfile import log_excerpt
 from infx.engines.ports import PortClaims, lost_port
 from infx.engines.server import _group_alive, http_ok, kill_group, port_is_free
 from infx.failures import Failure
@@ -109,12 +110,7 @@ class RoleProcess:
 
     def log_text(self) -> str:
         """This launch's log (an earlier launch's lines in the same file are not part of it)."""
-        try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(self.log_offset)
-                return fh.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
+        return log_excerpt(self.log_path, self.log_offset)
 
     def tail(self, lines: int = 30) -> str:
         return "".join(self.log_text().splitlines(True)[-lines:])
