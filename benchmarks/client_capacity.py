@@ -40,7 +40,10 @@ def frame(data: bytes) -> bytes:
 
 def chunk(j, n):
     fr = '"length"' if j == n else "null"
-    return frame(('data: {"id":"cmpl-synthetic","object":"text_completion","created":0,"model":"m","choices":[{"index":0,"text":" tok","logprobs":null,"finish_reason":%s,"stop_reason":null}],"usage":{"prompt_tokens":8,"total_tokens":%d,"completion_tokens":%d}}\n\n' % (fr, 8 + j, j)).encode())
+    return frame(('data: {"id":"cmpl-synthetic","object":"text_completion","created":0,"model":"m","choices":'
+                  '[{"index":0,"text":" tok","logprobs":null,"finish_reason":%s,"stop_reason":null}],'
+                  '"usage":{"prompt_tokens":8,"total_tokens":%d,"completion_tokens":%d}}\n\n'
+                  % (fr, 8 + j, j)).encode())
 
 class Proto(asyncio.Protocol):
     def connection_made(self, tr):
@@ -61,7 +64,8 @@ class Proto(asyncio.Protocol):
             body = self.buf[i + 4:i + 4 + cl]; self.buf = self.buf[i + 4 + cl:]
             if head[0].startswith("GET /dump"):
                 out = json.dumps(timings).encode()
-                self.tr.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(out) + out)
+                self.tr.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                              b"Connection: close\r\n\r\n" % len(out) + out)
                 self.tr.close(); return
             req = json.loads(body)
             n = int(req["max_tokens"]); rid = hdrs["x-request-id"]
@@ -79,7 +83,9 @@ async def pump():
                 st[3] = j
                 w = chunk(j, n)
                 if j == n:
-                    w += frame(b'data: {"id":"cmpl-synthetic","object":"text_completion","created":0,"model":"m","choices":[],"usage":{"prompt_tokens":8,"total_tokens":%d,"completion_tokens":%d}}\n\n' % (8 + n, n)) + frame(b"data: [DONE]\n\n") + b"0\r\n\r\n"
+                    w += frame(b'data: {"id":"cmpl-synthetic","object":"text_completion","created":0,"model":"m",'
+                               b'"choices":[],"usage":{"prompt_tokens":8,"total_tokens":%d,"completion_tokens":%d}}\n\n'
+                               % (8 + n, n)) + frame(b"data: [DONE]\n\n") + b"0\r\n\r\n"
                 timings[rid].append(now())
                 if not tr.is_closing():
                     tr.write(w)
@@ -133,7 +139,8 @@ def run_rate(port: int, rate: float, seconds: float, streams: int) -> dict:
             request_id=f"{tag}-{i}",
             prompt="x",
             max_tokens=n,
-            headers={"x-request-id": f"{tag}-{i}", "x-interval-ns": str(interval_ns), "x-ttft-ns": str(5_000_000 + i * interval_ns // streams)},
+            headers={"x-request-id": f"{tag}-{i}", "x-interval-ns": str(interval_ns),
+                     "x-ttft-ns": str(5_000_000 + i * interval_ns // streams)},
         )
         for i in range(streams)
     ]
@@ -156,7 +163,7 @@ def run_rate(port: int, rate: float, seconds: float, streams: int) -> dict:
     for r in recs:
         w = server.get(r.request_id, [])
         cum = 0
-        for t, k in zip(r.chunk_ns, r.chunk_tokens):
+        for t, k in zip(r.chunk_ns, r.chunk_tokens, strict=True):
             cum += k
             if cum - 1 < len(w):
                 errors_us.append((t - w[cum - 1]) / 1e3)
@@ -214,7 +221,8 @@ def main() -> None:
     ap.add_argument("--streams", type=int, default=64)
     ap.add_argument("--server-core", type=int, default=0)
     ap.add_argument("--client-core", type=int, default=1)
-    ap.add_argument("--server-nice", type=int, default=0, help="nice increment for the synthetic server (negative needs root)")
+    ap.add_argument("--server-nice", type=int, default=0,
+                    help="nice increment for the synthetic server (negative needs root)")
     args = ap.parse_args()
     cores = os.cpu_count() or 1
     proc = subprocess.Popen([sys.executable, "-c", SERVER_CODE, str(args.server_core % cores), str(args.server_nice)],
@@ -222,10 +230,12 @@ def main() -> None:
     try:
         port = int(proc.stdout.readline())  # type: ignore[union-attr]
         os.sched_setaffinity(0, {args.client_core % cores})
-        print(f"synthetic SSE server on core {args.server_core % cores}, infx client on core {args.client_core % cores}, "
-              f"{args.streams} streams, {args.seconds:g} s per rate, machine: {cores} cores")
+        print(f"synthetic SSE server on core {args.server_core % cores}, infx client on core "
+              f"{args.client_core % cores}, {args.streams} streams, {args.seconds:g} s per rate, "
+              f"machine: {cores} cores")
         f50, f99 = os_wakeup_floor(args.server_core % cores, args.client_core % cores)
-        print(f"machine floor (raw socketpair wake-up across the two cores, no HTTP): p50 {f50:.1f} us, p99 {f99:.1f} us")
+        print(f"machine floor (raw socketpair wake-up across the two cores, no HTTP): p50 {f50:.1f} us, "
+              f"p99 {f99:.1f} us")
         print(f"{'target/s':>9} {'received/s':>11} {'chunks':>7} {'merged':>6} {'cpu us/chunk':>12} {'client cpu':>10} "
               f"{'err p50 us':>10} {'err p99 us':>10} {'err max us':>10}  ok")
         best = None
@@ -236,12 +246,14 @@ def main() -> None:
             sustained = r["ok"] and r["err_p99_us"] < 200 and r["merged"] == 0 and r["received_per_s"] >= 0.95 * rate
             if sustained:
                 best = r
-            print(f"{rate:9.0f} {r['received_per_s']:11.0f} {r['chunks']:7d} {r['merged']:6d} {r['cpu_us_per_chunk']:12.1f} "
-                  f"{r['cpu_frac']:10.0%} {r['err_p50_us']:10.1f} {r['err_p99_us']:10.1f} {r['err_max_us']:10.1f}  "
+            print(f"{rate:9.0f} {r['received_per_s']:11.0f} {r['chunks']:7d} {r['merged']:6d} "
+                  f"{r['cpu_us_per_chunk']:12.1f} {r['cpu_frac']:10.0%} {r['err_p50_us']:10.1f} "
+                  f"{r['err_p99_us']:10.1f} {r['err_max_us']:10.1f}  "
                   f"{'yes' if sustained else 'no'}{(' ' + ','.join(r['errors'])) if r['errors'] else ''}")
         if best:
-            print(f"highest sustained: {best['target']:.0f} chunks/s offered, {best['received_per_s']:.0f}/s received on one core, "
-                  f"timestamp error p99 {best['err_p99_us']:.1f} us (target >= 20000 chunks/s, p99 < 200 us)")
+            print(f"highest sustained: {best['target']:.0f} chunks/s offered, {best['received_per_s']:.0f}/s received "
+                  f"on one core, timestamp error p99 {best['err_p99_us']:.1f} us "
+                  "(target >= 20000 chunks/s, p99 < 200 us)")
         else:
             print("no rate sustained (p99 error >= 200 us or chunks merged)")
         cpu_best = min(r["cpu_us_per_chunk"] for r in results)

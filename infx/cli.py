@@ -1,14 +1,18 @@
-"""The ``infx`` command. Each stage package contributes its commands through a
-``register(app)`` function in its ``cli`` module; imports stay lazy so that
-``infx --help`` and the fast paths start quickly."""
+"""The ``infx`` command. Each stage package contributes its commands through a ``register(app)`` function
+in its ``cli`` module, which only attaches them; the command bodies import their libraries lazily so that
+``infx --help`` and the fast paths start quickly. A stage module that fails to load stops ``infx`` with one
+line naming it (exit 1): a command never goes missing silently."""
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import typer
+
+EXIT_BROKEN_STAGE = 1
 
 app = typer.Typer(
     name="infx",
@@ -27,7 +31,7 @@ _STAGE_CLIS = (
     "infx.preflight.cli",  # preflight
     "infx.loadgen.cli",    # bench
     "infx.agentic.cli",    # traces synth|stats
-    "infx.sweep.cli",      # run, run-group, run-point, status
+    "infx.sweep.cli",      # run, run-group, run-point, status, repro
     "infx.changelog.cli",  # changelog validate|matrix
     "infx.evals.cli",      # eval
     "infx.results.cli",    # ingest
@@ -35,20 +39,26 @@ _STAGE_CLIS = (
     "infx.report.costcli", # cost show|export (the cost table, priced results)
     "infx.interop.cli",    # export --format inferencex (and ingest --format inferencex)
     "infx.repro.cli",      # verify, diff-env
-    "infx.sweep.rerun",    # repro
     "infx.demo",           # demo
 )
 
 
-def _register_all() -> None:
-    for name in _STAGE_CLIS:
+class StageLoadError(Exception):
+    """A stage's command module could not be loaded: its commands would be missing."""
+
+
+def _register_all(stages: Sequence[str] | None = None) -> None:
+    """Attach every stage's commands to ``app``. A stage module that cannot be imported (a misspelled name,
+    a broken import inside it) or has no ``register(app)`` is an error, never a silently missing command."""
+    for name in _STAGE_CLIS if stages is None else stages:
         try:
-            spec = importlib.util.find_spec(name)
-        except ModuleNotFoundError:
-            spec = None
-        if spec is None:
-            continue  # stage not built yet
-        importlib.import_module(name).register(app)
+            module = importlib.import_module(name)
+        except Exception as exc:
+            raise StageLoadError(f"cannot load the commands of {name}: {type(exc).__name__}: {exc}") from exc
+        register = getattr(module, "register", None)
+        if not callable(register):
+            raise StageLoadError(f"{name} has no register(app): its commands cannot be attached")
+        register(app)
 
 
 @app.callback()
@@ -79,7 +89,11 @@ def version() -> None:
 
 
 def main() -> None:
-    _register_all()
+    try:
+        _register_all()
+    except StageLoadError as exc:  # a broken install or a bug: say which stage, once, and stop
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_BROKEN_STAGE) from None
     app()
 
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from infx.diagnostics import exit_on_error
+
+if TYPE_CHECKING:
+    from infx.sweep.driver import RunRequest
 
 DEMO_KEY = "tinyllama-bf16-cpu-vllm"
 DEMO_RUN_ID = "demo"
@@ -27,7 +30,7 @@ def demo_catalog() -> tuple[list[Path], Path]:
 
     ws = current()
     files = ws.config_files()
-    if files and ws.runner_config.is_file() and DEMO_KEY in load_catalog(files).entries:
+    if files and ws.runner_config.is_file() and DEMO_KEY in load_catalog(list(files)).entries:
         return files, ws.runner_config
     return sorted((SCAFFOLD_DIR / "configs").glob("*-master.yaml")), SCAFFOLD_DIR / "configs" / "runners.yaml"
 
@@ -40,8 +43,9 @@ DEMO_MIN_PROMPTS = 24
 
 
 def demo_request(results: Path, ready_timeout: float = 600.0,
-                 prompts_per_conc: int = DEMO_PROMPTS_PER_CONC) -> Any:
-    from infx.sweep.driver import LoadProfile, RunRequest
+                 prompts_per_conc: int = DEMO_PROMPTS_PER_CONC) -> RunRequest:
+    from infx.sweep.driver import RunRequest
+    from infx.sweep.profile import LoadProfile
 
     files, runners = demo_catalog()
     return RunRequest(
@@ -82,44 +86,45 @@ def write_report(run_dir: Path) -> Path | None:
     return out
 
 
+@exit_on_error
+def demo_cmd(
+    results: Path | None = typer.Option(None, "--results", help="Results root; the run goes in RESULTS/demo "
+                                           "(default: the workspace's results/)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Forget earlier demo results and measure everything."),
+    ready_timeout: float = typer.Option(600.0, "--ready-timeout"),
+    prompts_per_conc: int = typer.Option(DEMO_PROMPTS_PER_CONC, "--prompts-per-conc",
+                                         help="Requests per point = conc x this (at least 2 x this, up to 24)."),
+    report: bool = typer.Option(True, "--report/--no-report"),
+) -> None:
+    """Sweep the tiny model on the embedded vLLM-CPU engine into results/demo, then write the report."""
+    import shutil
+
+    from infx.engines.tiny_model import default_model_dir, ensure_tiny_model
+    from infx.outpaths import check_output_dir
+    from infx.sweep.driver import prepare
+    from infx.sweep.execution import run_prepared_locally
+    from infx.workspace import current
+
+    results = results or current().results_dir
+    check_output_dir(results, "--results")  # before building the model and measuring
+    model_dir = ensure_tiny_model(default_model_dir())
+    print(f"demo: tiny model at {model_dir}", file=sys.stderr)
+    req = demo_request(results, ready_timeout, prompts_per_conc)
+    run_dir = results / DEMO_RUN_ID
+    if fresh and run_dir.exists():
+        shutil.rmtree(run_dir)
+    code = run_prepared_locally(prepare(req))
+    if report:
+        out: Path | None = None
+        try:
+            out = write_report(run_dir)
+        except Exception as exc:
+            print(f"demo: report failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            code = code or 1
+        if out is not None:
+            print(f"demo: report at {out}", file=sys.stderr)
+    raise typer.Exit(code)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("demo")
-    @exit_on_error
-    def demo_cmd(
-        results: Path | None = typer.Option(None, "--results", help="Results root; the run goes in RESULTS/demo "
-                                               "(default: the workspace's results/)."),
-        fresh: bool = typer.Option(False, "--fresh", help="Forget earlier demo results and measure everything."),
-        ready_timeout: float = typer.Option(600.0, "--ready-timeout"),
-        prompts_per_conc: int = typer.Option(DEMO_PROMPTS_PER_CONC, "--prompts-per-conc",
-                                             help="Requests per point = conc x this (at least 2 x this, up to 24)."),
-        report: bool = typer.Option(True, "--report/--no-report"),
-    ) -> None:
-        """Sweep the tiny model on the embedded vLLM-CPU engine into results/demo, then write the report."""
-        import shutil
-
-        from infx.engines.tiny_model import default_model_dir, ensure_tiny_model
-        from infx.outpaths import check_output_dir
-        from infx.sweep.cli import run_prepared_locally
-        from infx.sweep.driver import prepare
-        from infx.workspace import current
-
-        results = results or current().results_dir
-        check_output_dir(results, "--results")  # before building the model and measuring
-        model_dir = ensure_tiny_model(default_model_dir())
-        print(f"demo: tiny model at {model_dir}", file=sys.stderr)
-        req = demo_request(results, ready_timeout, prompts_per_conc)
-        run_dir = results / DEMO_RUN_ID
-        if fresh and run_dir.exists():
-            shutil.rmtree(run_dir)
-        prep = prepare(req)
-        code = run_prepared_locally(prep)
-        if report:
-            out: Path | None = None
-            try:
-                out = write_report(run_dir)
-            except Exception as exc:
-                print(f"demo: report failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-                code = code or 1
-            if out is not None:
-                print(f"demo: report at {out}", file=sys.stderr)
-        raise typer.Exit(code)
+    app.command("demo")(demo_cmd)

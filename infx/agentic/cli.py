@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from infx.diagnostics import exit_on_error
+from infx.cli_options import ModelDefault, build_request
+from infx.diagnostics import Diagnostic, InfxError, exit_on_error
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 traces_app = typer.Typer(
     name="traces",
@@ -16,58 +21,75 @@ traces_app = typer.Typer(
 )
 
 
-def _synth_config(**kwargs):
-    from pydantic import ValidationError
-
+def _synth() -> type[BaseModel]:
     from infx.agentic.synth import SynthConfig
-    from infx.diagnostics import Diagnostic, InfxError
 
-    try:
-        return SynthConfig(**kwargs)
-    except ValidationError as exc:
-        diags = []
-        for err in exc.errors():
-            loc = ".".join(str(x) for x in err["loc"])
-            opt = f"--{loc.replace('_', '-')}" if loc else "options"
-            msg = str(err["msg"]).removeprefix("Value error, ")
-            diags.append(Diagnostic(f"{msg}" + (f" (option {opt})" if loc else "")))
-        raise InfxError(diags) from None
+    return SynthConfig
+
+
+def _replay() -> type[BaseModel]:
+    from infx.agentic.replay import ReplayConfig
+
+    return ReplayConfig
+
+
+# ReplayConfig fields whose option is not spelled --field-name
+REPLAY_OPTIONS = {"duration_s": "--duration", "trajectory_start_min": "--trajectory-start",
+                  "trajectory_start_max": "--trajectory-start", "warmup_requests_per_lane": "--warmup-per-lane",
+                  "idle_gap_cap_s": "--idle-gap-cap", "error_rate_threshold": "--error-threshold",
+                  "subagents": "--sequential-subagents"}
 
 
 @traces_app.command("synth")
 @exit_on_error
 def synth_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="traces.jsonl to write"),
-    sessions: int = typer.Option(8, help="number of sessions (one trace each)"),
-    seed: int = typer.Option(0, help="RNG seed: same seed, same file"),
-    max_context: int = typer.Option(2048, help="input + output of any request stays within this (the tiny model: 2048)"),
-    turns_min: int = typer.Option(3, help="main-agent turns per session, low end"),
-    turns_max: int = typer.Option(8, help="main-agent turns per session, high end"),
-    initial_context: float = typer.Option(0.2, help="first turn's input as a fraction of --max-context"),
-    growth: float = typer.Option(0.08, help="mean context growth per turn, fraction of --max-context"),
-    system_prefix: float = typer.Option(0.1, help="shared system prompt, fraction of --max-context"),
-    out_min: int = typer.Option(8, help="output tokens per request, low end"),
-    out_max: int = typer.Option(48, help="output tokens per request, high end"),
-    fanout_prob: float = typer.Option(0.3, help="probability that a main turn starts a subagent stretch"),
-    fanout_width_min: int = typer.Option(2, help="parallel subagents per stretch, low end"),
-    fanout_width_max: int = typer.Option(3, help="parallel subagents per stretch, high end"),
-    subagent_turns_min: int = typer.Option(1, help="turns per subagent, low end"),
-    subagent_turns_max: int = typer.Option(3, help="turns per subagent, high end"),
-    reuse: float = typer.Option(1.0, help="share of the previous context kept as prefix (1 append-only, 0 no reuse)"),
-    think_time: float = typer.Option(1.0, help="mean idle gap between turns, seconds"),
+    sessions: int = typer.Option(default_factory=ModelDefault(_synth, "sessions"),
+        help="number of sessions (one trace each)"),
+    seed: int = typer.Option(default_factory=ModelDefault(_synth, "seed"), help="RNG seed: same seed, same file"),
+    max_context: int = typer.Option(default_factory=ModelDefault(_synth, "max_context"),
+        help="input + output of any request stays within this (the tiny model: 2048)"),
+    turns_min: int = typer.Option(default_factory=ModelDefault(_synth, "turns_min"),
+        help="main-agent turns per session, low end"),
+    turns_max: int = typer.Option(default_factory=ModelDefault(_synth, "turns_max"),
+        help="main-agent turns per session, high end"),
+    initial_context: float = typer.Option(default_factory=ModelDefault(_synth, "initial_context"),
+        help="first turn's input as a fraction of --max-context"),
+    growth: float = typer.Option(default_factory=ModelDefault(_synth, "growth"),
+        help="mean context growth per turn, fraction of --max-context"),
+    system_prefix: float = typer.Option(default_factory=ModelDefault(_synth, "system_prefix"),
+        help="shared system prompt, fraction of --max-context"),
+    out_min: int = typer.Option(default_factory=ModelDefault(_synth, "out_min"),
+        help="output tokens per request, low end"),
+    out_max: int = typer.Option(default_factory=ModelDefault(_synth, "out_max"),
+        help="output tokens per request, high end"),
+    fanout_prob: float = typer.Option(default_factory=ModelDefault(_synth, "fanout_prob"),
+        help="probability that a main turn starts a subagent stretch"),
+    fanout_width_min: int = typer.Option(default_factory=ModelDefault(_synth, "fanout_width_min"),
+        help="parallel subagents per stretch, low end"),
+    fanout_width_max: int = typer.Option(default_factory=ModelDefault(_synth, "fanout_width_max"),
+        help="parallel subagents per stretch, high end"),
+    subagent_turns_min: int = typer.Option(default_factory=ModelDefault(_synth, "subagent_turns_min"),
+        help="turns per subagent, low end"),
+    subagent_turns_max: int = typer.Option(default_factory=ModelDefault(_synth, "subagent_turns_max"),
+        help="turns per subagent, high end"),
+    reuse: float = typer.Option(default_factory=ModelDefault(_synth, "reuse"),
+        help="share of the previous context kept as prefix (1 append-only, 0 no reuse)"),
+    think_time: float = typer.Option(default_factory=ModelDefault(_synth, "think_time"),
+        help="mean idle gap between turns, seconds"),
 ) -> None:
     """Write synthetic agentic traces in the weka format (deterministic for a seed)."""
     from infx.agentic.stats import trace_stats
-    from infx.agentic.synth import synth_traces
+    from infx.agentic.synth import SynthConfig, synth_traces
     from infx.agentic.trace import write_traces
 
-    cfg = _synth_config(
-        sessions=sessions, seed=seed, max_context=max_context, turns_min=turns_min, turns_max=turns_max,
-        initial_context=initial_context, growth=growth, system_prefix=system_prefix, out_min=out_min,
-        out_max=out_max, fanout_prob=fanout_prob, fanout_width_min=fanout_width_min,
-        fanout_width_max=fanout_width_max, subagent_turns_min=subagent_turns_min,
-        subagent_turns_max=subagent_turns_max, reuse=reuse, think_time=think_time,
-    )
+    cfg = build_request(SynthConfig, {
+        "sessions": sessions, "seed": seed, "max_context": max_context, "turns_min": turns_min,
+        "turns_max": turns_max, "initial_context": initial_context, "growth": growth, "system_prefix": system_prefix,
+        "out_min": out_min, "out_max": out_max, "fanout_prob": fanout_prob, "fanout_width_min": fanout_width_min,
+        "fanout_width_max": fanout_width_max, "subagent_turns_min": subagent_turns_min,
+        "subagent_turns_max": subagent_turns_max, "reuse": reuse, "think_time": think_time,
+    })
     from infx.outpaths import check_output_file
 
     check_output_file(out, "--out")
@@ -111,36 +133,34 @@ def replay_cmd(
     duration: float | None = typer.Option(600.0, help="seconds before new requests stop"),
     max_sessions: int | None = typer.Option(None, help="stop after this many sessions"),
     trajectory_start: str = typer.Option("0.25:0.75", help="first session's start, as a MIN:MAX ratio of its steps"),
-    warmup_per_lane: int = typer.Option(10, help="warmup requests per lane (excluded from metrics)"),
-    idle_gap_cap: float = typer.Option(300.0, help="longest idle gap replayed, seconds"),
-    time_scale: float = typer.Option(1.0, help="multiply idle gaps (0: back to back)"),
+    warmup_per_lane: int = typer.Option(default_factory=ModelDefault(_replay, "warmup_requests_per_lane"),
+        help="warmup requests per lane (excluded from metrics)"),
+    idle_gap_cap: float = typer.Option(default_factory=ModelDefault(_replay, "idle_gap_cap_s"),
+        help="longest idle gap replayed, seconds"),
+    time_scale: float = typer.Option(default_factory=ModelDefault(_replay, "time_scale"),
+        help="multiply idle gaps (0: back to back)"),
     max_context: int | None = typer.Option(None, help="skip requests whose input + output exceed this"),
-    error_threshold: float = typer.Option(0.10, help="fail the run above this error rate"),
-    seed: int = typer.Option(42, help="session order and start offsets"),
+    error_threshold: float = typer.Option(default_factory=ModelDefault(_replay, "error_rate_threshold"),
+        help="fail the run above this error rate"),
+    seed: int = typer.Option(default_factory=ModelDefault(_replay, "seed"), help="session order and start offsets"),
     cache_salt: str | None = typer.Option(None, help="prompt salt (default: random, so runs never share cache)"),
     sequential_subagents: bool = typer.Option(False, help="run subagents one after another (no fan-out)"),
 ) -> None:
     """Replay agentic traces against an OpenAI-compatible chat endpoint and write a BenchResult."""
     from infx.agentic.measure import run_replay_to_dir
     from infx.agentic.replay import ReplayConfig
-    from infx.diagnostics import Diagnostic, InfxError
 
     try:
         lo_s, hi_s = trajectory_start.split(":")
         lo, hi = float(lo_s), float(hi_s)
     except ValueError:
         raise InfxError(Diagnostic(f"--trajectory-start must be MIN:MAX ratios, got {trajectory_start!r}")) from None
-    from pydantic import ValidationError
-
-    try:
-        cfg = ReplayConfig(
-            concurrency=concurrency, duration_s=duration, max_sessions=max_sessions, trajectory_start_min=lo,
-            trajectory_start_max=hi, warmup_requests_per_lane=warmup_per_lane, idle_gap_cap_s=idle_gap_cap,
-            time_scale=time_scale, max_context=max_context, error_rate_threshold=error_threshold, seed=seed,
-            cache_salt=cache_salt, subagents="sequential" if sequential_subagents else "parallel",
-        )
-    except ValidationError as exc:
-        raise InfxError([Diagnostic(str(e["msg"]).removeprefix("Value error, ")) for e in exc.errors()]) from None
+    cfg = build_request(ReplayConfig, {
+        "concurrency": concurrency, "duration_s": duration, "max_sessions": max_sessions, "trajectory_start_min": lo,
+        "trajectory_start_max": hi, "warmup_requests_per_lane": warmup_per_lane, "idle_gap_cap_s": idle_gap_cap,
+        "time_scale": time_scale, "max_context": max_context, "error_rate_threshold": error_threshold, "seed": seed,
+        "cache_salt": cache_salt, "subagents": "sequential" if sequential_subagents else "parallel",
+    }, REPLAY_OPTIONS)
     from infx.agentic.replay import ReplayError
     from infx.outpaths import check_output_dir
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from infx import atomic
 from infx.agentic.replay import ReplayConfig, ReplayOutcome, SessionRecord, replay
-from infx.engine_page import EngineStateSample, scrape_once
+from infx.engine_metrics import EngineStateSample, scrape_once
 from infx.metrics.result import BenchResult, Check, Metrics
 from infx.metrics.run_config import AgenticRunConfig, ReplaySettings
 from infx.metrics.sections import AgenticFigures, Clock, Dist, ResultExtra, ServerPrefixCache

@@ -21,12 +21,16 @@ app = typer.Typer(name="changelog", help="perf-changelog gate and change-driven 
 BaseRef = Annotated[str, typer.Option("--base-ref", help="Base revision (e.g. origin/main).")]
 HeadRef = Annotated[str, typer.Option("--head-ref", help="Head revision (e.g. HEAD or the PR sha).")]
 ChangelogFile = Annotated[str, typer.Option("--changelog-file", help="Changelog path in the repository.")]
-ConfigFiles = Annotated[list[str] | None, typer.Option("--config-files", help="Master YAML paths read at the revisions (default configs/*-master.yaml).")]
+ConfigFiles = Annotated[list[str] | None, typer.Option(
+    "--config-files", help="Master YAML paths read at the revisions (default configs/*-master.yaml).")]
 RunnerConfig = Annotated[str, typer.Option("--runner-config", help="runners.yaml path read at the revisions.")]
 AllEvals = Annotated[bool, typer.Option("--all-evals", help="Expand evals to every eligible point.")]
 EvalsOnly = Annotated[bool, typer.Option("--evals-only", help="Only eval points (no throughput).")]
-PrNumber = Annotated[int | None, typer.Option("--pr-number", help="Pull request number (default: the GitHub pull_request event, if any).")]
-LinkRepo = Annotated[str | None, typer.Option("--link-repo", help="owner/name whose /pull/<n> links are canonical (default $INFX_CHANGELOG_REPO or SemiAnalysisAI/InferenceX).")]
+PrNumber = Annotated[int | None, typer.Option(
+    "--pr-number", help="Pull request number (default: the GitHub pull_request event, if any).")]
+LinkRepo = Annotated[str | None, typer.Option(
+    "--link-repo", help="owner/name whose /pull/<n> links are canonical (default $INFX_CHANGELOG_REPO or "
+                        "SemiAnalysisAI/InferenceX).")]
 Repo = Annotated[Path, typer.Option("--repo", help="Repository to read revisions from.")]
 
 
@@ -51,7 +55,8 @@ def validate(base_ref: BaseRef, head_ref: HeadRef, changelog_file: ChangelogFile
 @exit_on_error
 def matrix(base_ref: BaseRef, head_ref: HeadRef, changelog_file: ChangelogFile = "perf-changelog.yaml",
            config_files: ConfigFiles = None, runner_config: RunnerConfig = "configs/runners.yaml",
-           trim_conc: Annotated[bool, typer.Option("--trim-conc", help="Keep only the lowest concurrency per curve.")] = False,
+           trim_conc: Annotated[bool, typer.Option("--trim-conc",
+                                                   help="Keep only the lowest concurrency per curve.")] = False,
            changed_launches: Annotated[bool, typer.Option(
                "--changed-launches",
                help="Keep only rows whose bench script or benchmark_lib.sh changed between the revisions.")] = False,
@@ -71,8 +76,10 @@ def matrix(base_ref: BaseRef, head_ref: HeadRef, changelog_file: ChangelogFile =
 
 @app.command("resolve")
 @exit_on_error
-def resolve(changelog_file: Annotated[Path, typer.Option("--changelog-file", help="Changelog file on disk.")] = Path("perf-changelog.yaml"),
-            config_files: Annotated[list[Path] | None, typer.Option("--config-files", help="Master YAML files on disk.")] = None,
+def resolve(changelog_file: Annotated[Path, typer.Option("--changelog-file", help="Changelog file on disk.")]
+            = Path("perf-changelog.yaml"),
+            config_files: Annotated[list[Path] | None, typer.Option("--config-files",
+                                                                    help="Master YAML files on disk.")] = None,
             runner_config: Annotated[Path, typer.Option("--runner-config")] = Path("configs/runners.yaml")) -> None:
     """Parse a whole changelog and resolve every entry's keys against a catalog on disk.
     Keys the catalog no longer has are reported as warnings (history outlives catalog entries)."""
@@ -92,8 +99,8 @@ def resolve(changelog_file: Annotated[Path, typer.Option("--changelog-file", hel
     by_index = {e.index: e for e in log.entries}
     for u in report.unmatched:
         warn(unmatched_diagnostic(log.file, by_index[u.entry_index], u, "(no longer in the catalog)", "warning"))
-    typer.echo(f"{changelog_file}: {report.entries} entries, {report.resolved_patterns}/{report.patterns} patterns resolve; "
-               f"{len(report.missing_patterns)} distinct patterns match no current key")
+    typer.echo(f"{changelog_file}: {report.entries} entries, {report.resolved_patterns}/{report.patterns} patterns "
+               f"resolve; {len(report.missing_patterns)} distinct patterns match no current key")
 
 
 def register(root: typer.Typer) -> None:

@@ -32,9 +32,11 @@ def build_tiny_model_cmd(
 @exit_on_error
 def up_cmd(
     port: int | None = typer.Option(None, "--port", help="Port on 127.0.0.1 (default: a free one)."),
-    model_dir: Path | None = typer.Option(None, "--model-dir", help="Model directory (default: <workspace>/.infx/cache/tinyllama, built if missing)."),
+    model_dir: Path | None = typer.Option(None, "--model-dir", help="Model directory (default: "
+                                             "<workspace>/.infx/cache/tinyllama, built if missing)."),
     timeout: float = typer.Option(240.0, "--timeout", help="Seconds to wait for /health and one streamed completion."),
-    state_dir: Path | None = typer.Option(None, "--state-dir", help="Where the state file and log go (default: <workspace>/.infx/engine).", hidden=True),
+    state_dir: Path | None = typer.Option(None, "--state-dir", help="Where the state file and log go (default: "
+                                             "<workspace>/.infx/engine).", hidden=True),
 ) -> None:
     """Start vLLM on CPU serving the tiny model; print its URL once a completion streams."""
     from infx.engines import embedded
@@ -45,7 +47,8 @@ def up_cmd(
             from infx.engines.server import port_is_free
 
             if not port_is_free(port):
-                typer.echo(f"error: port {port} on 127.0.0.1 is already in use; choose another --port or omit it", err=True)
+                typer.echo(f"error: port {port} on 127.0.0.1 is already in use; choose another --port or omit it",
+                           err=True)
                 raise typer.Exit(1)
         state = embedded.up(port=port, model_dir=model_dir, timeout=timeout, sdir=state_dir)
     except EngineFailure as exc:
@@ -72,12 +75,13 @@ def down_cmd(
         typer.echo(f"stopped engine pid={state.pid} at {state.base_url}", err=True)
 
 
+def plan(ctx: typer.Context) -> None:
+    """Render each point's engine launch (argv, env, fingerprint): --config-files ... --config-keys K [--json]."""
+    from infx.engines.plan import run
+
+    raise typer.Exit(run(list(ctx.args)))
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(engine_app, name="engine")
-
-    @app.command("plan", context_settings=_PASSTHROUGH, add_help_option=False)
-    def plan(ctx: typer.Context) -> None:
-        """Render each point's engine launch (argv, env, fingerprint): --config-files ... --config-keys K [--json]."""
-        from infx.engines.plan import run
-
-        raise typer.Exit(run(list(ctx.args)))
+    app.command("plan", context_settings=_PASSTHROUGH, add_help_option=False)(plan)

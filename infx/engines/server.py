@@ -29,12 +29,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from infx.engines.launch import Launch
+from infx.engines.logfile import log_excerpt
 from infx.engines.logparse import FailureKind, StartupFacts, classify_failure, parse_startup_log, tail
 from infx.engines.ports import PortClaims, PortRetry, kernel_port
+from infx.failures import Failure
 
 
-class EngineFailure(Exception):
+class EngineFailure(Failure):
     """An engine that did not become ready, with the reason classified and the log tail."""
+
+    kind: FailureKind
 
     def __init__(
         self,
@@ -45,12 +49,9 @@ class EngineFailure(Exception):
         log_path: str | Path | None = None,
         returncode: int | None = None,
     ) -> None:
-        self.kind = kind
-        self.message = message
-        self.log_tail = log_tail
         self.log_path = str(log_path) if log_path else None
         self.returncode = returncode
-        super().__init__(str(self))
+        super().__init__(kind, message, log_tail)
 
     def __str__(self) -> str:
         head = f"engine failed ({self.kind.value}): {self.message}"
@@ -112,17 +113,6 @@ def stop_group(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
     kill_group(proc.pid, grace=grace)
     with contextlib.suppress(subprocess.TimeoutExpired):  # pragma: no cover - SIGKILL already sent
         proc.wait(timeout=grace)
-
-
-def read_log(path: Path, offset: int = 0) -> str:
-    """The log from byte ``offset`` on (an earlier launch's lines in the same file are not part of this
-    launch's); empty when there is no log yet."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            return fh.read().decode(errors="replace")
-    except FileNotFoundError:
-        return ""
 
 
 def _group_alive(pgid: int) -> bool:
@@ -208,7 +198,9 @@ class EngineProcess:
 
     def log_text(self) -> str:
         """This launch's log (an earlier launch's lines in the same file are not part of it)."""
-        return read_log(self.log_path, self.log_offset) if self.log_path else ""
+        if not self.log_path:
+            return ""
+        return log_excerpt(self.log_path, self.log_offset)
 
     def wait_ready(self, timeout: float = 300.0, poll: float = 0.25) -> StartupFacts:
         """Block until the readiness endpoint answers 2xx; return the start-up facts.

@@ -19,6 +19,7 @@ import json
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 
 def _patch_parsing() -> None:
@@ -27,7 +28,7 @@ def _patch_parsing() -> None:
     scoring an empty answer (lm-eval alone turns such a body into "" and a complete, wrong score)."""
     from lm_eval.models import openai_completions as oc
 
-    def checked(outputs):  # type: ignore[no-untyped-def]
+    def checked(outputs: Any) -> list[Any]:
         outs = outputs if isinstance(outputs, list) else [outputs]
         for out in outs:
             if not isinstance(out, dict) or not isinstance(out.get("choices"), list) or not out["choices"]:
@@ -36,7 +37,7 @@ def _patch_parsing() -> None:
 
     chat_parse = oc.LocalChatCompletion.parse_generations
 
-    def chat_parse_generations(self, outputs, **kwargs):  # type: ignore[no-untyped-def]
+    def chat_parse_generations(self: Any, outputs: Any, **kwargs: Any) -> Any:
         for out in checked(outputs):
             for choice in out["choices"]:
                 msg = choice.get("message") if isinstance(choice, dict) else None
@@ -48,7 +49,7 @@ def _patch_parsing() -> None:
 
     completions_parse = oc.LocalCompletionsAPI.parse_generations
 
-    def completions_parse_generations(outputs, **kwargs):  # type: ignore[no-untyped-def]
+    def completions_parse_generations(outputs: Any, **kwargs: Any) -> Any:
         checked(outputs)
         return completions_parse(outputs, **kwargs)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 EVAL_FILE = "eval.json"
 SAMPLES_FILE = "eval-samples.jsonl"
@@ -72,6 +72,47 @@ class EvalProtocol(_Model):
         """What must agree for a paired comparison (concurrency, timeouts and retries do not change answers)."""
         return (self.task, self.endpoint, self.apply_chat_template, self.fewshot_as_multiturn, self.num_fewshot,
                 self.temperature, self.top_p, self.seed, self.max_tokens)
+
+
+class EvalRequest(_Model):
+    """What ``infx eval`` is asked: the server, the task and the protocol knobs given on the command line.
+    ``None`` knobs take the protocol's defaults, or the context rule's (:meth:`protocol`)."""
+
+    base_url: str
+    model: str
+    out: str
+    task: str = DEFAULT_TASK
+    limit: int | None = Field(None, ge=1)
+    num_concurrent: int | None = Field(None, ge=1)
+    chat: bool = True
+    isl: int = Field(8192, ge=1)  # the context rule's benchmark lengths
+    osl: int = Field(1024, ge=1)
+    model_max_len: int | None = Field(None, ge=16)  # None: the server's, from /v1/models
+    max_length: int | None = Field(None, ge=16)
+    max_tokens: int | None = Field(None, ge=1)
+    num_fewshot: int | None = Field(None, ge=0)
+    model_prefix: str | None = None
+    threshold: float | None = Field(None, ge=0, le=1)
+    timeout_s: float | None = Field(None, gt=0)
+    max_retries: int | None = Field(None, ge=0)
+
+    @field_validator("task")
+    @classmethod
+    def _named(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("--task must name an lm-eval task, not be empty")
+        return v
+
+    def protocol(self, native_max: int | None, local_task: bool) -> EvalProtocol:
+        """The protocol this request runs: context = ``max_length``, else the context rule over ``isl``,
+        ``osl`` and the model's native maximum; output budget from that context unless given."""
+        ctx = self.max_length or eval_context_length(self.isl, self.osl, native_max)
+        given = {"num_fewshot": self.num_fewshot, "num_concurrent": self.num_concurrent,
+                 "timeout_s": self.timeout_s, "max_retries": self.max_retries, "limit": self.limit}
+        return EvalProtocol.model_validate({
+            "task": self.task, "endpoint": "chat" if self.chat else "completions", "apply_chat_template": self.chat,
+            "fewshot_as_multiturn": self.chat, "max_length": ctx, "max_tokens": self.max_tokens or output_budget(ctx),
+            "local_task": local_task, **{k: v for k, v in given.items() if v is not None}})
 
 
 class FilterScore(_Model):

@@ -32,20 +32,15 @@ from infx.diagnostics import Diagnostic, InfxError
 from infx.evals.parse import newest, read_lmeval_samples, read_lmeval_scores
 from infx.evals.protocol import EVAL_FILE, LMEVAL_DIR, SAMPLES_FILE, EvalProtocol, EvalResult, EvalSample
 from infx.evals.tasks import LOCAL_TASKS, write_task_dir
+from infx.failures import Failure
 
 EVAL_VENV = ".venv-eval"
 LMEVAL_PIN = "lm-eval[api]==0.4.13"
 
 
-class EvalFailed(Exception):
+class EvalFailed(Failure):
     """The eval ran but produced no complete score (server errors, time-outs, a crash). ``kind`` is
     classified (``server``, ``unknown-task``, ``hub-unreachable``, ``internal``)."""
-
-    def __init__(self, kind: str, message: str, log_tail: str = ""):
-        self.kind = kind
-        self.message = message
-        self.log_tail = log_tail
-        super().__init__(f"{kind}: {message}")
 
 
 def eval_python() -> Path:

@@ -25,8 +25,8 @@ def threshold_for(task: str, model_prefix: str | None, cards_dir: str | Path | N
         except Exception:
             cards = None
         card = cards.model_for(model_prefix) if cards is not None else None
-        if card is not None and task in card.eval_thresholds:
-            return card.eval_thresholds[task], cards.files.get(f"model:{model_prefix}", "model card")  # type: ignore[union-attr]
+        if cards is not None and card is not None and task in card.eval_thresholds:
+            return card.eval_thresholds[task], cards.files.get(f"model:{model_prefix}", "model card")
     if task in TASK_DEFAULTS:
         return TASK_DEFAULTS[task], f"task default ({task})"
     return FALLBACK, "fallback"

@@ -51,11 +51,11 @@ def check_failures(metrics: Metrics) -> Check:
         return Check(name="failures", status="ok", detail=f"0 of {metrics.issued} requests failed")
     classes = ", ".join(f"{k}={v}" for k, v in metrics.error_classes.items())
     rate = metrics.failed / metrics.issued if metrics.issued else 1.0
-    status = "fail" if rate > FAIL_RATE_GATE else "warn"
     return Check(
         name="failures",
-        status=status,
-        detail=f"{metrics.failed} of {metrics.issued} requests failed ({rate:.1%}; gate {FAIL_RATE_GATE:.0%}): {classes}",
+        status="fail" if rate > FAIL_RATE_GATE else "warn",
+        detail=f"{metrics.failed} of {metrics.issued} requests failed ({rate:.1%}; gate {FAIL_RATE_GATE:.0%}): "
+               f"{classes}",
     )
 
 
@@ -75,7 +75,8 @@ def check_output_lengths(records: Sequence[RequestRecord]) -> Check:
             f"(e.g. {ex.request_id}: {ex.completion_tokens} != {ex.max_tokens})",
         )
     if no_usage:
-        return Check(name="output_length", status="warn", detail=f"{len(no_usage)} requests without server usage: lengths unverified")
+        return Check(name="output_length", status="warn",
+                     detail=f"{len(no_usage)} requests without server usage: lengths unverified")
     mism = [r for r in rs if r.client_tokens != r.completion_tokens]
     if mism:
         ex = mism[0]
@@ -83,7 +84,8 @@ def check_output_lengths(records: Sequence[RequestRecord]) -> Check:
             name="output_length",
             status="warn",
             detail=f"server lengths exact, but {len(mism)} requests' streamed token counts disagree "
-            f"(e.g. {ex.request_id}: streamed {ex.client_tokens}, usage {ex.completion_tokens}, counted by {ex.token_source})",
+            f"(e.g. {ex.request_id}: streamed {ex.client_tokens}, usage {ex.completion_tokens}, "
+            f"counted by {ex.token_source})",
         )
     return Check(name="output_length", status="ok", detail=f"{len(rs)} requests: completion tokens == max_tokens")
 
@@ -91,17 +93,21 @@ def check_output_lengths(records: Sequence[RequestRecord]) -> Check:
 def check_first_token(records: Sequence[RequestRecord]) -> Check:
     """Every completed request's first token chunk carries >= 1 token and precedes the end."""
     rs = [r for r in records if not r.warmup and r.ok and r.max_tokens > 0]
-    bad = [r for r in rs if r.first_token_ns is None or not r.chunk_tokens or r.chunk_tokens[0] < 1 or r.first_token_ns > r.end_ns]
+    bad = [r for r in rs if r.first_token_ns is None or not r.chunk_tokens or r.chunk_tokens[0] < 1
+           or r.first_token_ns > r.end_ns]
     if bad:
-        return Check(name="first_token", status="fail", detail=f"{len(bad)} completed requests without a valid first token chunk")
+        return Check(name="first_token", status="fail",
+                     detail=f"{len(bad)} completed requests without a valid first token chunk")
     lead = sum(1 for r in rs if r.empty_events_before_first_token)
     empty_text = sum(1 for r in rs if r.first_token_text_empty)
     notes = []
     if lead:
         notes.append(f"{lead} had token-less events before the first token (not counted as TTFT)")
     if empty_text:
-        notes.append(f"{empty_text} first tokens decoded to empty text (partial UTF-8; counted by {rs[0].token_source})")
-    return Check(name="first_token", status="ok", detail="; ".join(notes) or f"{len(rs)} requests: first chunk carried a token")
+        notes.append(f"{empty_text} first tokens decoded to empty text (partial UTF-8; counted by "
+                     f"{rs[0].token_source})")
+    return Check(name="first_token", status="ok",
+                 detail="; ".join(notes) or f"{len(rs)} requests: first chunk carried a token")
 
 
 def check_single_finish(records: Sequence[RequestRecord]) -> Check:
@@ -114,7 +120,8 @@ def check_single_finish(records: Sequence[RequestRecord]) -> Check:
             status="fail",
             detail=f"{len(many)} requests with several finish_reasons, {len(none)} completed without exactly one",
         )
-    return Check(name="single_finish", status="ok", detail=f"{sum(1 for r in rs if r.ok)} completed requests had exactly one finish_reason")
+    return Check(name="single_finish", status="ok",
+                 detail=f"{sum(1 for r in rs if r.ok)} completed requests had exactly one finish_reason")
 
 
 def check_client_lag(metrics: Metrics, *, open_loop: bool, capped: bool, client_cpu: float | None) -> Check:
@@ -143,7 +150,8 @@ def check_input_lengths(records: Sequence[RequestRecord]) -> Check:
     rs = [
         r
         for r in records
-        if not r.warmup and r.ok and r.endpoint == "completions" and r.expected_input_tokens is not None and r.prompt_tokens is not None
+        if not r.warmup and r.ok and r.endpoint == "completions" and r.expected_input_tokens is not None
+        and r.prompt_tokens is not None
     ]
     if not rs:
         return Check(name="input_length", status="ok", detail="not applicable")
@@ -154,7 +162,8 @@ def check_input_lengths(records: Sequence[RequestRecord]) -> Check:
             name="input_length",
             status="warn",
             detail=f"{len(wrong)} of {len(rs)} prompts counted differently by the server "
-            f"(e.g. {ex.request_id}: server {ex.prompt_tokens}, client {ex.expected_input_tokens}): tokenizer mismatch?",
+            f"(e.g. {ex.request_id}: server {ex.prompt_tokens}, client {ex.expected_input_tokens}): "
+            "tokenizer mismatch?",
         )
     return Check(name="input_length", status="ok", detail=f"{len(rs)} prompts: server prompt tokens == client count")
 
@@ -177,7 +186,8 @@ def check_streaming(records: Sequence[RequestRecord]) -> Check:
             detail=f"{burst} of {len(rs)} multi-token responses arrived in a single chunk (buffered by the server?): "
             "TPOT and ITL describe delivery, not decoding",
         )
-    return Check(name="streaming", status="ok", detail=f"{len(rs) - burst} of {len(rs)} multi-token responses streamed in several chunks")
+    return Check(name="streaming", status="ok",
+                 detail=f"{len(rs) - burst} of {len(rs)} multi-token responses streamed in several chunks")
 
 
 def run_checks(

@@ -38,7 +38,8 @@ class BenchConfig(BenchSettings):
         if self.max_trials is not None and self.max_trials < self.trials:
             raise ValueError(f"--max-trials {self.max_trials} is below --trials {self.trials}")
         if self.workers > 1 and self.concurrency is not None and self.concurrency < self.workers:
-            raise ValueError(f"--workers {self.workers} needs --concurrency >= {self.workers} (lanes are sharded over workers)")
+            raise ValueError(f"--workers {self.workers} needs --concurrency >= {self.workers} "
+                             "(lanes are sharded over workers)")
         n = self.effective_num_prompts
         if n is not None and n * self.input_len > MAX_PROMPT_TOKENS:  # every prompt is built before the run
             raise ValueError(f"{n:,} prompts of {self.input_len:,} tokens are more than {MAX_PROMPT_TOKENS:,} prompt "

@@ -7,6 +7,7 @@ directory or the file itself): no hub, no network.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -29,7 +30,8 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
     p = Path(path)
     f = p / "tokenizer.json" if p.is_dir() else p
     if not f.is_file():
-        raise InfxError(Diagnostic(f"no tokenizer.json at {p} (give a local model directory or tokenizer.json file)", file=str(p)))
+        raise InfxError(Diagnostic(f"no tokenizer.json at {p} (give a local model directory or tokenizer.json file)",
+                                   file=str(p)))
     try:
         return Tokenizer.from_file(str(f))
     except Exception as exc:
@@ -46,11 +48,12 @@ def _stable_words(tok: Tokenizer, vocab: np.ndarray) -> np.ndarray:
     """Tokens that decode to a space + letters and re-encode to themselves alone: any sequence
     of them tokenizes back to exactly the same ids (the pre-tokenizer splits at the spaces)."""
     texts = tok.decode_batch([[int(t)] for t in vocab], skip_special_tokens=True)
-    cand = [(int(t), s) for t, s in zip(vocab, texts) if len(s) > 1 and s[0] == " " and s[1:].isalpha() and s[1:].isascii()]
+    cand = [(int(t), s) for t, s in zip(vocab, texts, strict=True)
+            if len(s) > 1 and s[0] == " " and s[1:].isalpha() and s[1:].isascii()]
     if not cand:
         return np.empty(0, dtype=np.int64)
     enc = tok.encode_batch([s for _, s in cand], add_special_tokens=False)
-    return np.array([t for (t, _), e in zip(cand, enc) if e.ids == [t]], dtype=np.int64)
+    return np.array([t for (t, _), e in zip(cand, enc, strict=True) if e.ids == [t]], dtype=np.int64)
 
 
 def _exact_text(
@@ -75,10 +78,7 @@ def _exact_text(
         n = len(enc)
         if n == content_len:
             return text, n
-        if n > content_len:
-            ids = enc[:content_len]
-        else:
-            ids = enc + list(rng.choice(vocab, size=content_len - n))
+        ids = enc[:content_len] if n > content_len else enc + list(rng.choice(vocab, size=content_len - n))
     return text, n
 
 
@@ -121,7 +121,7 @@ def sharegpt_prompts(
     from infx import jsonio
 
     raw = jsonio.read_text(p, what="dataset")
-    items: list[tuple[int, dict]] = []
+    items: list[tuple[int, dict[str, Any]]] = []
     stripped = raw.lstrip()
     if stripped.startswith("["):
         data = jsonio.loads(raw, str(p))
@@ -135,9 +135,11 @@ def sharegpt_prompts(
     for lineno, item in items:
         conv = item.get("conversations") if isinstance(item, dict) else None
         if not isinstance(conv, list):
-            raise InfxError(Diagnostic("expected an object with a 'conversations' list", file=str(p), line=lineno, col=1))
+            raise InfxError(Diagnostic("expected an object with a 'conversations' list", file=str(p), line=lineno,
+                                       col=1))
         human = next((c.get("value") for c in conv if isinstance(c, dict) and c.get("from") in ("human", "user")), None)
-        reply = next((c.get("value") for c in conv if isinstance(c, dict) and c.get("from") in ("gpt", "assistant")), None)
+        reply = next((c.get("value") for c in conv if isinstance(c, dict) and c.get("from") in ("gpt", "assistant")),
+                     None)
         if isinstance(human, str) and (isinstance(reply, str) or output_len):
             pairs.append((human, reply if isinstance(reply, str) else ""))
     if not pairs:

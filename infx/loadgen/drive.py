@@ -4,6 +4,7 @@ collect one record per request. One asyncio loop, one aiohttp session."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,7 +71,9 @@ async def drive(
             on_record(rec)
 
     async def one(spec: RequestSpec) -> None:
-        unstarted.pop(asyncio.current_task(), None)  # type: ignore[arg-type]
+        task = asyncio.current_task()
+        if task is not None:
+            unstarted.pop(task, None)
         send_ns = _now()
         try:
             rec = await stream_request(session, spec, target, worker=worker)
@@ -116,8 +119,6 @@ async def drive(
     finally:
         aclose = getattr(agen, "aclose", None)
         if aclose is not None:
-            try:
+            with contextlib.suppress(Exception):
                 await aclose()
-            except Exception:
-                pass
     return records

@@ -9,6 +9,8 @@ N-th arrival of the one global schedule), started together through a barrier.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib.metadata
 import itertools
 import json
 import multiprocessing as mp
@@ -18,7 +20,7 @@ import signal
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,12 +31,13 @@ from infx.loadgen.config import BenchConfig
 from infx.loadgen.datasets import Prompt, load_tokenizer, random_prompts, sharegpt_prompts
 from infx.loadgen.drive import Counters, drive
 from infx.loadgen.http import Target, make_session
+from infx.loadgen.progress import Progress
 from infx.loadgen.source import RequestSource, ScheduledSource, arrival_offsets_s, sleep_until
 from infx.metrics.compute import compute_metrics
 from infx.metrics.result import BenchResult
-from infx.metrics.run_config import BenchSettings
+from infx.metrics.run_config import Arrival, BenchSettings
 from infx.metrics.sections import ClientCost, Clock, ResultExtra
-from infx.records import RECORDS_FILE, RequestRecord, RequestSpec, write_records
+from infx.records import RECORDS_FILE, Endpoint, RequestRecord, RequestSpec, write_records
 
 RESULT_FILE = "result.json"
 _now = time.monotonic_ns
@@ -48,7 +51,7 @@ class ShardPlan:
     worker: int
     workers: int
     target: Target
-    endpoint: str
+    endpoint: Endpoint
     ignore_eos: bool
     main_prompts: list[Prompt]
     warm_prompts: list[Prompt]
@@ -56,7 +59,7 @@ class ShardPlan:
     num_main: int | None
     concurrency: int | None  # this shard's cap
     request_rate: float | None  # global rate (the shard takes every workers-th arrival)
-    arrival: str
+    arrival: Arrival
     burstiness: float
     seed: int
     duration_s: float | None
@@ -82,11 +85,11 @@ class BenchRun:
     records: list[RequestRecord] = field(default_factory=list)
 
 
-def _specs(plan: ShardPlan, prompts: list[Prompt], prefix: str, *, warmup: bool, limit: int | None, cycle: bool) -> Iterator[RequestSpec]:
+def _specs(plan: ShardPlan, prompts: list[Prompt], prefix: str, *, warmup: bool, limit: int | None,
+           cycle: bool) -> Iterator[RequestSpec]:
     """Request specs for one shard: global index g = worker + k * workers, ids ``prefix-g``."""
     if not prompts:
         return
-    k = 0
     for idx in itertools.count(plan.worker, plan.workers):
         if limit is not None and idx >= limit:
             return
@@ -95,20 +98,19 @@ def _specs(plan: ShardPlan, prompts: list[Prompt], prefix: str, *, warmup: bool,
         p = prompts[idx % len(prompts)]
         yield RequestSpec(
             request_id=f"{prefix}-{idx}",
-            endpoint=plan.endpoint,  # type: ignore[arg-type]
+            endpoint=plan.endpoint,
             prompt=p.text,
             max_tokens=p.output_tokens,
             ignore_eos=plan.ignore_eos,
             warmup=warmup,
             expected_input_tokens=p.input_tokens,
         )
-        k += 1
 
 
 def _offsets(plan: ShardPlan, n: int | None, seed: int) -> Iterator[float] | None:
     if plan.request_rate is None:
         return None
-    gen = arrival_offsets_s(n, plan.request_rate, arrival=plan.arrival, burstiness=plan.burstiness, seed=seed)  # type: ignore[arg-type]
+    gen = arrival_offsets_s(n, plan.request_rate, arrival=plan.arrival, burstiness=plan.burstiness, seed=seed)
     return itertools.islice(gen, plan.worker, None, plan.workers)
 
 
@@ -117,18 +119,80 @@ def _source(plan: ShardPlan, *, warmup: bool, start_ns: int) -> RequestSource:
         if plan.warmup_s > 0:
             deadline = start_ns + int(plan.warmup_s * 1e9)
             specs = _specs(plan, plan.warm_prompts, "w", warmup=True, limit=None, cycle=True)
-            return ScheduledSource(specs, offsets_s=_offsets(plan, None, plan.seed + 1), start_ns=start_ns, deadline_ns=deadline)
+            return ScheduledSource(specs, offsets_s=_offsets(plan, None, plan.seed + 1), start_ns=start_ns,
+                                   deadline_ns=deadline)
         specs = _specs(plan, plan.warm_prompts, "w", warmup=True, limit=plan.warmup_requests, cycle=True)
         return ScheduledSource(specs, offsets_s=_offsets(plan, plan.warmup_requests, plan.seed + 1), start_ns=start_ns)
     if plan.duration_s is not None:
         deadline = start_ns + int(plan.duration_s * 1e9)
         specs = _specs(plan, plan.main_prompts, "r", warmup=False, limit=None, cycle=True)
-        return ScheduledSource(specs, offsets_s=_offsets(plan, None, plan.seed), start_ns=start_ns, deadline_ns=deadline)
+        return ScheduledSource(specs, offsets_s=_offsets(plan, None, plan.seed), start_ns=start_ns,
+                               deadline_ns=deadline)
     specs = _specs(plan, plan.main_prompts, "r", warmup=False, limit=plan.num_main, cycle=False)
     return ScheduledSource(specs, offsets_s=_offsets(plan, plan.num_main, plan.seed), start_ns=start_ns)
 
 
 # --------------------------------------------------------------------------- one process
+class _MeasuredPhase:
+    """Ctrl-C and the progress ticker around the requests one process drives (the same for a shard of the
+    dataset's schedule and for a custom source). Use inside the event loop, as a context manager:
+
+    * Ctrl-C (SIGINT) sets ``interrupted``, releases the other workers (``abort_sync``) and cancels the
+      requests :meth:`run` is awaiting (they come back as ``cancelled`` records);
+    * ``on_tick(counters)`` runs every 0.25 s while the phase is open, and once more when it closes.
+    """
+
+    TICK_S = 0.25
+
+    def __init__(self, counters: Counters, on_tick: Callable[[Counters], None] | None = None,
+                 abort_sync: Callable[[], None] | None = None) -> None:
+        self.counters = counters
+        self.on_tick = on_tick
+        self.abort_sync = abort_sync
+        self.interrupted = False
+        self._task: asyncio.Task[Any] | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def __enter__(self) -> _MeasuredPhase:
+        self._loop = asyncio.get_running_loop()
+        with contextlib.suppress(RuntimeError, ValueError, NotImplementedError):  # not the main thread
+            self._loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+        if self.on_tick is not None:
+            self._ticker = asyncio.create_task(self._tick(self.on_tick))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._ticker is not None and self.on_tick is not None:
+            self._ticker.cancel()
+            self.on_tick(self.counters)
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError, ValueError, NotImplementedError):
+                self._loop.remove_signal_handler(signal.SIGINT)
+
+    async def _tick(self, on_tick: Callable[[Counters], None]) -> None:
+        while True:
+            on_tick(self.counters)
+            await asyncio.sleep(self.TICK_S)
+
+    def _on_sigint(self) -> None:
+        self.interrupted = True
+        if self.abort_sync is not None:
+            with contextlib.suppress(Exception):
+                self.abort_sync()
+        if self._task is not None:
+            self._task.cancel()
+
+    async def run(self, requests: Coroutine[Any, Any, Any]) -> None:
+        """Await ``requests`` (a :func:`drive`) as the task Ctrl-C cancels; a cancel marks the phase
+        interrupted instead of raising."""
+        self._task = asyncio.create_task(requests)
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            self.interrupted = True
+
+
 async def _run_shard(
     plan: ShardPlan,
     counters: Counters,
@@ -142,83 +206,33 @@ async def _run_shard(
     there); it is called on Ctrl-C so that no worker waits for one that already stopped."""
     loop = asyncio.get_running_loop()
     records: list[RequestRecord] = []
-    interrupted = False
-    main_task: asyncio.Task[Any] | None = None
-
-    def on_sigint() -> None:
-        nonlocal interrupted
-        interrupted = True
-        if abort_sync is not None:
-            try:
-                abort_sync()
-            except Exception:
-                pass
-        if main_task is not None:
-            main_task.cancel()
-
-    try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-    except (RuntimeError, ValueError, NotImplementedError):  # not the main thread
-        pass
-
-    ticker: asyncio.Task[None] | None = None
-    if on_tick is not None:
-
-        async def tick() -> None:
-            while True:
-                on_tick(counters)
-                await asyncio.sleep(0.25)
-
-        ticker = asyncio.create_task(tick())
-
     cap = plan.concurrency
-    n_conn = cap or 0
     main_start = main_end = _now()
     cpu0 = time.process_time_ns()
-    async with make_session(connections=n_conn) as session:
-        try:
+    with _MeasuredPhase(counters, on_tick, abort_sync) as phase:
+        async with make_session(connections=cap or 0) as session:
             if plan.warmup_requests or plan.warmup_s:
-                main_task = asyncio.create_task(
-                    drive(_source(plan, warmup=True, start_ns=_now()), session, plan.target, max_concurrency=cap, worker=plan.worker, records=records)
-                )
-                await main_task
-            if not interrupted and sync is not None:
+                await phase.run(drive(_source(plan, warmup=True, start_ns=_now()), session, plan.target,
+                                      max_concurrency=cap, worker=plan.worker, records=records))
+            if not phase.interrupted and sync is not None:
                 try:
                     main_start = await loop.run_in_executor(None, sync)
                 except threading.BrokenBarrierError:  # another worker was interrupted
-                    interrupted = True
-            elif not interrupted:
+                    phase.interrupted = True
+            elif not phase.interrupted:
                 main_start = _now()
-            if not interrupted:
+            if not phase.interrupted:
                 # the common start may lie ahead (workers): send no measured request before it,
                 # so the throughput window holds every measured request
                 await sleep_until(main_start)
-            if not interrupted:  # Ctrl-C may have come during that wait
+            if not phase.interrupted:  # Ctrl-C may have come during that wait
                 cpu0 = time.process_time_ns()
-                main_task = asyncio.create_task(
-                    drive(
-                        _source(plan, warmup=False, start_ns=main_start),
-                        session,
-                        plan.target,
-                        max_concurrency=cap,
-                        worker=plan.worker,
-                        counters=counters,
-                        records=records,
-                    )
-                )
-                await main_task
-        except asyncio.CancelledError:
-            interrupted = True
-        main_end = _now()
-        main_start = min(main_start, main_end)  # interrupted while waiting for the common start
-    cpu = time.process_time_ns() - cpu0
-    if ticker is not None:
-        ticker.cancel()
-        on_tick(counters)  # type: ignore[misc]
-    try:
-        loop.remove_signal_handler(signal.SIGINT)
-    except (RuntimeError, ValueError, NotImplementedError):
-        pass
+                await phase.run(drive(_source(plan, warmup=False, start_ns=main_start), session, plan.target,
+                                      max_concurrency=cap, worker=plan.worker, counters=counters,
+                                      records=records))
+            main_end = _now()
+            main_start = min(main_start, main_end)  # interrupted while waiting for the common start
+        cpu = time.process_time_ns() - cpu0
     return ShardOutput(
         worker=plan.worker,
         records=records,
@@ -226,9 +240,24 @@ async def _run_shard(
         main_end_ns=main_end,
         cpu_ns=cpu,
         wall_ns=max(main_end - main_start, 1),
-        interrupted=interrupted,
+        interrupted=phase.interrupted,
         issued=counters.issued_measured,
     )
+
+
+async def _run_source(source: RequestSource, target: Target, concurrency: int | None, counters: Counters,
+                      on_tick: Callable[[Counters], None] | None) -> ShardOutput:
+    """A custom request source (the agentic replay) driven in this process: no warmup, no workers."""
+    records: list[RequestRecord] = []
+    with _MeasuredPhase(counters, on_tick) as phase:
+        start = _now()
+        cpu0 = time.process_time_ns()
+        async with make_session(connections=concurrency or 0) as session:
+            await phase.run(drive(source, session, target, max_concurrency=concurrency, counters=counters,
+                                  records=records))
+        end = _now()
+    return ShardOutput(0, records, start, end, time.process_time_ns() - cpu0, max(end - start, 1), phase.interrupted,
+                       counters.issued_measured)
 
 
 def _event_loop_run(coro: Any) -> Any:
@@ -246,21 +275,20 @@ def _worker_main(plan: ShardPlan, barrier: Any, start_value: Any, shared: Any, o
 
     def sync() -> int:
         barrier.wait()
-        return start_value.value
+        return int(start_value.value)
 
     def on_tick(c: Counters) -> None:
         base = plan.worker * 4
-        shared[base], shared[base + 1], shared[base + 2], shared[base + 3] = c.issued, c.completed, c.failed, c.output_tokens
+        shared[base], shared[base + 1] = c.issued, c.completed
+        shared[base + 2], shared[base + 3] = c.failed, c.output_tokens
 
     counters = Counters()
     try:
         out = _event_loop_run(_run_shard(plan, counters, sync=sync, abort_sync=barrier.abort, on_tick=on_tick))
         out_q.put(("ok", plan.worker, out))
     except BaseException as exc:
-        try:
+        with contextlib.suppress(Exception):
             barrier.abort()
-        except Exception:
-            pass
         # its records are lost: say how many measured requests it had sent (accounting check)
         out_q.put(("error", plan.worker, (f"{type(exc).__name__}: {exc}", counters.issued_measured)))
 
@@ -276,7 +304,8 @@ def _run_workers(plans: list[ShardPlan], progress: Progress | None) -> list[Shar
     barrier = ctx.Barrier(n, action=set_start)
     shared = ctx.Array("q", 4 * n, lock=False)
     out_q = ctx.Queue()
-    procs = [ctx.Process(target=_worker_main, args=(p, barrier, start_value, shared, out_q), daemon=True) for p in plans]
+    procs = [ctx.Process(target=_worker_main, args=(p, barrier, start_value, shared, out_q), daemon=True)
+             for p in plans]
     interrupted = False
 
     def on_sigint(signum: int, frame: Any) -> None:
@@ -284,10 +313,8 @@ def _run_workers(plans: list[ShardPlan], progress: Progress | None) -> list[Shar
         interrupted = True
         for p in procs:
             if p.pid:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(p.pid, signal.SIGINT)
-                except ProcessLookupError:
-                    pass
 
     old = signal.signal(signal.SIGINT, on_sigint)
     outputs: list[ShardOutput] = []
@@ -347,43 +374,6 @@ def _run_workers(plans: list[ShardPlan], progress: Progress | None) -> list[Shar
     return sorted(outputs, key=lambda o: o.worker)
 
 
-# --------------------------------------------------------------------------- progress
-class Progress:
-    """Rich progress bar with live req/s, tok/s and errors (refreshed ~4x/s, off the hot path)."""
-
-    def __init__(self, total: float, unit: str) -> None:
-        from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
-        from rich.progress import Progress as RichProgress
-
-        self._unit = unit
-        self._p = RichProgress(
-            TextColumn("[bold]bench"),
-            BarColumn(),
-            TextColumn("{task.completed:.0f}/{task.total:.0f} " + unit),
-            TextColumn("{task.fields[rate]}"),
-            TimeElapsedColumn(),
-            transient=False,
-            auto_refresh=False,
-        )
-        self._task = self._p.add_task("bench", total=total, rate="")
-        self._p.start()
-
-    def update(self, c: Counters, elapsed_s: float) -> None:
-        done = c.completed + c.failed
-        rps = done / elapsed_s if elapsed_s > 0 else 0.0
-        tps = c.output_tokens / elapsed_s if elapsed_s > 0 else 0.0
-        completed = elapsed_s if self._unit == "s" else done
-        self._p.update(
-            self._task,
-            completed=completed,
-            rate=f"{rps:7.1f} req/s {tps:9.0f} tok/s  errors {c.failed}  in flight {c.issued - done}",
-        )
-        self._p.refresh()
-
-    def close(self) -> None:
-        self._p.stop()
-
-
 # --------------------------------------------------------------------------- run_bench
 def _server_version(base_url: str) -> str | None:
     try:
@@ -400,12 +390,8 @@ def _versions(base_url: str) -> dict[str, str]:
     from infx import __version__
 
     out = {"infx": __version__, "python": platform.python_version(), "aiohttp": aiohttp.__version__}
-    try:
-        import uvloop
-
-        out["uvloop"] = uvloop.__version__
-    except ImportError:  # pragma: no cover
-        pass
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):  # uvloop is a dependency on Linux
+        out["uvloop"] = importlib.metadata.version("uvloop")
     server = _server_version(base_url)
     if server:
         out["server"] = server
@@ -422,7 +408,8 @@ def build_prompts(config: BenchConfig) -> tuple[list[Prompt], list[Prompt]]:
     tok = load_tokenizer(tok_path)
     n_main = config.effective_num_prompts
     pool = n_main if n_main is not None else max(256, 10 * (config.concurrency or 10))
-    n_warm = config.warmup_requests if config.warmup_requests else (max(16, config.concurrency or 16) if config.warmup_s else 0)
+    n_warm = (config.warmup_requests if config.warmup_requests
+              else (max(16, config.concurrency or 16) if config.warmup_s else 0))
     if config.dataset == "sharegpt":
         assert config.dataset_path is not None
         both = sharegpt_prompts(config.dataset_path, tok, pool + n_warm, output_len=config.output_len, seed=config.seed)
@@ -430,7 +417,8 @@ def build_prompts(config: BenchConfig) -> tuple[list[Prompt], list[Prompt]]:
     out_len = config.output_len or 128
     main = random_prompts(tok, pool, config.input_len, out_len, range_ratio=config.range_ratio, seed=config.seed)
     warm = (
-        random_prompts(tok, n_warm, config.input_len, out_len, range_ratio=config.range_ratio, seed=config.seed + 1_000_003)
+        random_prompts(tok, n_warm, config.input_len, out_len, range_ratio=config.range_ratio,
+                       seed=config.seed + 1_000_003)
         if n_warm
         else []
     )
@@ -603,62 +591,19 @@ def _execute_once(config: BenchConfig, *, source: RequestSource | None = None) -
     n_main = config.effective_num_prompts
     progress: Progress | None = None
     if config.progress:
-        progress = Progress(config.duration_s, "s") if n_main is None else Progress(n_main, "req")
+        progress = Progress(config.duration_s or 0.0, "s") if n_main is None else Progress(n_main, "req")
     try:
+        counters = Counters()
+        t0 = _now()
+        tick = (lambda c: progress.update(c, (_now() - t0) / 1e9)) if progress is not None else None
         if source is not None:
             if config.workers != 1:
                 raise ValueError("a custom request source runs in one process (workers=1)")
-            counters = Counters()
-            t0 = _now()
-            tick = (lambda c: progress.update(c, (_now() - t0) / 1e9)) if progress else None
-
-            async def run_custom() -> ShardOutput:
-                loop = asyncio.get_running_loop()
-                records: list[RequestRecord] = []
-                interrupted = False
-                task: asyncio.Task[Any] | None = None
-
-                def on_sigint() -> None:
-                    nonlocal interrupted
-                    interrupted = True
-                    if task is not None:
-                        task.cancel()
-
-                try:
-                    loop.add_signal_handler(signal.SIGINT, on_sigint)
-                except (RuntimeError, ValueError, NotImplementedError):
-                    pass
-
-                async def ticker() -> None:
-                    while tick is not None:
-                        tick(counters)
-                        await asyncio.sleep(0.25)
-
-                tk = asyncio.create_task(ticker())
-                start = _now()
-                cpu0 = time.process_time_ns()
-                async with make_session(connections=config.concurrency or 0) as session:
-                    task = asyncio.create_task(
-                        drive(source, session, target, max_concurrency=config.concurrency, counters=counters, records=records)
-                    )
-                    try:
-                        await task
-                    except asyncio.CancelledError:
-                        interrupted = True
-                end = _now()
-                tk.cancel()
-                return ShardOutput(
-                    0, records, start, end, time.process_time_ns() - cpu0, max(end - start, 1), interrupted, counters.issued_measured
-                )
-
-            outputs = [_event_loop_run(run_custom())]
+            outputs = [_event_loop_run(_run_source(source, target, config.concurrency, counters, tick))]
         else:
             main, warm = build_prompts(config)
             plans = _plans(config, main, warm, target)
             if config.workers == 1:
-                counters = Counters()
-                t0 = _now()
-                tick = (lambda c: progress.update(c, (_now() - t0) / 1e9)) if progress else None
                 outputs = [_event_loop_run(_run_shard(plans[0], counters, on_tick=tick))]
             else:
                 outputs = _run_workers(plans, progress)
@@ -671,7 +616,8 @@ def _execute_once(config: BenchConfig, *, source: RequestSource | None = None) -
     measured = [r for r in records if not r.warmup]
     start = min(o.main_start_ns for o in outputs)
     end = max([r.end_ns for r in measured] or [start])
-    metrics = compute_metrics(records, window_ns=(start, end), goodput=config.goodput or None, gpus=config.gpus, nodes=config.nodes)
+    metrics = compute_metrics(records, window_ns=(start, end), goodput=config.goodput or None, gpus=config.gpus,
+                              nodes=config.nodes)
     cpu_fraction = max(o.cpu_ns / o.wall_ns for o in outputs)
     checks = run_checks(
         records,

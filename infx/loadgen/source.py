@@ -46,7 +46,7 @@ async def sleep_until(t_ns: int) -> None:
     """Return no earlier than ``t_ns`` on the monotonic clock. One ``asyncio.sleep`` is not
     enough: uvloop's timers are whole milliseconds (a 0.3 ms sleep rounds to 0) and its clock is
     cached per loop turn, so a single sleep can wake before ``t_ns``; sleep again for what is left."""
-    while (delay := t_ns - _now()) > 0:
+    while (delay := t_ns - _now()) > 0:  # noqa: ASYNC110 - waiting on the clock itself, not on an event
         await asyncio.sleep(delay / 1e9)
 
 
@@ -109,7 +109,7 @@ class ScheduledSource(RequestSource):
                     return
                 yield spec
             return
-        for spec, off in zip(self._specs, self._offsets):
+        for spec, off in zip(self._specs, self._offsets, strict=False):  # either may run out first
             t = start + int(off * 1e9)
             if deadline is not None and t >= deadline:
                 return

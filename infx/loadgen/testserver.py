@@ -21,7 +21,8 @@ import asyncio
 import itertools
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from aiohttp import web
 
@@ -77,7 +78,7 @@ class SyntheticServer:
         self._slots: asyncio.Semaphore | None = None
         self._faults = itertools.cycle(faults)
         self._lock = threading.Lock()
-        self.requests: list[dict] = []  # request bodies seen (for assertions)
+        self.requests: list[dict[str, Any]] = []  # request bodies seen (for assertions)
         self.port: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -115,7 +116,7 @@ class SyntheticServer:
         loop.run_until_complete(self._runner.setup())
         site = web.TCPSite(self._runner, "127.0.0.1", 0, backlog=1024)
         loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = int(self._runner.addresses[0][1])
         self._started.set()
         loop.run_forever()
         pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
@@ -166,22 +167,24 @@ class SyntheticServer:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
 
-        async def send(obj: dict | str) -> None:
+        async def send(obj: dict[str, Any] | str) -> None:
             data = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"))
             await resp.write(f"data: {data}\n\n".encode())
 
-        def chunk(text: str, k: int, done_tokens: int, finish: str | None, role: bool = False) -> dict:
+        def chunk(text: str, k: int, done_tokens: int, finish: str | None, role: bool = False) -> dict[str, Any]:
             if chat:
-                delta: dict = {"role": "assistant", "content": ""} if role else {"content": text}
-                choice: dict = {"index": 0, "delta": delta, "finish_reason": finish}
+                delta: dict[str, Any] = {"role": "assistant", "content": ""} if role else {"content": text}
+                choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": finish}
             else:
                 choice = {"index": 0, "text": text, "finish_reason": finish}
             if ids_on:
                 choice["token_ids"] = list(range(done_tokens - k, done_tokens))
             # vLLM's labels: AIPerf and other OpenAI clients check them
-            obj = {"id": "cmpl-synthetic", "object": "chat.completion.chunk" if chat else "text_completion", "model": body.get("model"), "choices": [choice]}
+            obj = {"id": "cmpl-synthetic", "object": "chat.completion.chunk" if chat else "text_completion",
+                   "model": body.get("model"), "choices": [choice]}
             if cont:
-                obj["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": done_tokens, "total_tokens": prompt_tokens + done_tokens}
+                obj["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": done_tokens,
+                                "total_tokens": prompt_tokens + done_tokens}
             return obj
 
         if chat:
@@ -230,14 +233,16 @@ class SyntheticServer:
         return resp
 
     @staticmethod
-    async def _final(send, usage_on: bool, prompt_tokens: int, done: int, chat: bool = False) -> None:  # type: ignore[no-untyped-def]
+    async def _final(send: Callable[[dict[str, Any] | str], Awaitable[None]], usage_on: bool, prompt_tokens: int,
+                     done: int, chat: bool = False) -> None:
         if usage_on:
             await send(
                 {
                     "id": "cmpl-synthetic",
                     "object": "chat.completion.chunk" if chat else "text_completion",
                     "choices": [],
-                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done},
+                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": done,
+                              "total_tokens": prompt_tokens + done},
                 }
             )
         await send("[DONE]")

@@ -1,4 +1,5 @@
-"""``infx matrix full-sweep|test-config ...``: the same command as ``python -m infx.matrix.generate``."""
+"""``infx matrix full-sweep|test-config ...``: the same command as ``python -m infx.matrix.generate``
+(:mod:`infx.matrix.generate_cli`)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import typer
 _PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("matrix", context_settings=_PASSTHROUGH, add_help_option=False)
-    def matrix(ctx: typer.Context) -> None:
-        """Expand master configs into matrix rows (JSON on stdout): full-sweep | test-config. See --help."""
-        from infx.matrix.generate import run
+def matrix(ctx: typer.Context) -> None:
+    """Expand master configs into matrix rows (JSON on stdout): full-sweep | test-config. See --help."""
+    from infx.matrix.generate_cli import run
 
-        raise typer.Exit(run(list(ctx.args), prog="infx matrix"))
+    raise typer.Exit(run(list(ctx.args), prog="infx matrix"))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("matrix", context_settings=_PASSTHROUGH, add_help_option=False)(matrix)

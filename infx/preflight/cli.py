@@ -44,7 +44,8 @@ def build_parser(prog: str = "infx preflight") -> argparse.ArgumentParser:
                     help="recorded digests (default: the workspace's configs/images.lock, if present)")
     ap.add_argument("--registry-mirror", action="append", default=[], metavar="REGISTRY=URL",
                     help="resolve REGISTRY's images at URL (e.g. docker.io=http://127.0.0.1:5000); repeatable")
-    ap.add_argument("--fanout", type=float, default=None, help="agentic fan-out: requests in flight per agentic user (default 2)")
+    ap.add_argument("--fanout", type=float, default=None,
+                    help="agentic fan-out: requests in flight per agentic user (default 2)")
     ap.add_argument("--fanout-from-traces", type=Path, default=None, metavar="TRACES",
                     help="measure the fan-out from agentic traces (widest parallel subagent run)")
     ap.add_argument("--cards", dest="cards_dir", type=Path, default=None,
@@ -76,7 +77,8 @@ def _run(args: argparse.Namespace) -> int:
 
     ws = current()
     config_files = args.config_files or ws.require_config_files()
-    points, key_of, runners = _select(config_files, args.runner_config or ws.runner_config, args.config_keys, args.evals)
+    points, key_of, runners = _select(config_files, args.runner_config or ws.runner_config, args.config_keys,
+                                      args.evals)
     recipe_set = workspace_recipes(args.recipes, ws)
     recipe_files = [str(p) for p in resolve_recipe_files(args.recipes, ws)]
     changelog = args.changelog or ws.changelog
@@ -117,7 +119,8 @@ def _fanout(args: argparse.Namespace) -> float:
 
         return fanout_from_traces(args.fanout_from_traces)
     if args.fanout is not None and not (math.isfinite(args.fanout) and 1 <= args.fanout <= 1_000_000):
-        raise InfxError(Diagnostic(f"--fanout must be a number of requests in flight per user (>= 1), not {args.fanout}"))
+        raise InfxError(Diagnostic(f"--fanout must be a number of requests in flight per user (>= 1), not "
+                                   f"{args.fanout}"))
     return 2.0 if args.fanout is None else args.fanout
 
 
@@ -169,24 +172,32 @@ def derive(model_dir: Path, prefix: str | None, model: str | None, out: Path | N
     return 0
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("preflight", context_settings=_PASSTHROUGH, add_help_option=False)
-    def preflight(ctx: typer.Context) -> None:
-        """Prove every point can run before it costs GPU time: --config-files ... --runner-config R [--config-keys K] [--json] [--verify-images]."""
-        raise typer.Exit(run(list(ctx.args)))
+def preflight(ctx: typer.Context) -> None:
+    """Prove every point can run before it costs GPU time: --config-files ... --runner-config R [--config-keys K] \
+[--json] [--verify-images]."""
+    raise typer.Exit(run(list(ctx.args)))
 
-    cards = typer.Typer(help="Model and hardware cards: the memory facts the preflight gate reasons with.",
+
+cards_app = typer.Typer(help="Model and hardware cards: the memory facts the preflight gate reasons with.",
                         no_args_is_help=True)
 
-    @cards.command("derive")
-    def cards_derive(
-        model_dir: Path = typer.Argument(..., help="a local checkpoint directory holding config.json"),
-        prefix: str | None = typer.Option(None, "--prefix", help="the card's model-prefix (default: the directory name)"),
-        model: str | None = typer.Option(None, "--model", help="the checkpoint's repository id (default: config.json _name_or_path, else the directory name)"),
-        out: Path | None = typer.Option(None, "--out", help="file to write (default: the workspace's cards/models/PREFIX.yaml)"),
-        stdout: bool = typer.Option(False, "--stdout", help="print the card instead of writing it"),
-    ) -> None:
-        """Write a model card from MODEL_DIR's config.json (+ model.safetensors.index.json or the shards' headers for checkpoint bytes)."""
-        raise typer.Exit(derive(model_dir, prefix, model, out, stdout))
 
-    app.add_typer(cards, name="cards")
+@cards_app.command("derive")
+def cards_derive(
+    model_dir: Path = typer.Argument(..., help="a local checkpoint directory holding config.json"),
+    prefix: str | None = typer.Option(None, "--prefix", help="the card's model-prefix (default: the directory "
+                                         "name)"),
+    model: str | None = typer.Option(None, "--model", help="the checkpoint's repository id (default: config.json "
+                                        "_name_or_path, else the directory name)"),
+    out: Path | None = typer.Option(None, "--out", help="file to write (default: the workspace's "
+                                       "cards/models/PREFIX.yaml)"),
+    stdout: bool = typer.Option(False, "--stdout", help="print the card instead of writing it"),
+) -> None:
+    """Write a model card from MODEL_DIR's config.json (+ model.safetensors.index.json or the shards' headers for \
+checkpoint bytes)."""
+    raise typer.Exit(derive(model_dir, prefix, model, out, stdout))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("preflight", context_settings=_PASSTHROUGH, add_help_option=False)(preflight)
+    app.add_typer(cards_app, name="cards")

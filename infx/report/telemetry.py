@@ -14,7 +14,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from infx.engine_page import EngineStateSample
+from infx.engine_metrics import EngineStateSample
 from infx.metrics.result import BenchResult
 from infx.telemetry.engine_state import ENGINE_STATE_FILE, read_samples
 from infx.telemetry.powercsv import detect_columns, gpu_sort_key, parse_power, parse_timestamp

@@ -73,52 +73,55 @@ def verify_path(path: str | Path) -> VerifyReport:
     return rep
 
 
+@exit_on_error
+def verify_cmd(
+    path: Path = typer.Argument(..., help="A results directory, a run directory, a point directory (bundle) "
+                                "or its receipt.json."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Recompute every digest of the point receipts under PATH: names each missing, extra, changed or
+    symlinked member. Exit 1 when a point fails or a measured point has no receipt."""
+    rep = verify_path(path)
+    if as_json:
+        print(json.dumps({"ok": rep.ok, "failed": rep.failed, "no_receipt": rep.no_receipt}, indent=2))
+    else:
+        for label, problems in rep.failed.items():
+            print(f"FAIL {label}: {'; '.join(problems)}", file=sys.stderr)
+        for label in rep.no_receipt:
+            print(f"NO RECEIPT {label}: measured before bundles, or its bundle was not written",
+                  file=sys.stderr)
+        print(f"verify: {len(rep.ok)} point(s) ok, {len(rep.failed)} failed, {len(rep.no_receipt)} without a "
+              "receipt", file=sys.stderr)
+    raise typer.Exit(0 if rep.passed else EXIT_FAILED)
+
+
+@exit_on_error
+def diff_env_cmd(
+    a: Path = typer.Argument(..., help="Point directory, bundle copy or receipt.json (A)."),
+    b: Path = typer.Argument(..., help="Point directory, bundle copy or receipt.json (B)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the differences as JSON."),
+) -> None:
+    """What differs between two points' bundles, grouped: versions, bench script and lib hashes, argv, env,
+    image, hardware, load, inputs, point, workspace."""
+    from infx.repro.diffenv import GROUPS, diff_env, load_payload
+
+    diffs = diff_env(load_payload(a), load_payload(b))
+    if as_json:
+        print(json.dumps([d.model_dump(mode="json") for d in diffs], indent=2))
+        return
+    for group in GROUPS:
+        mine = [d for d in diffs if d.group == group]
+        if not mine:
+            continue
+        print(f"{group}:")
+        for d in mine:
+            print(f"  {d.key}: {_show(d.a)} -> {_show(d.b)}")
+    print(f"{len(diffs)} difference(s)" if diffs else "no differences", file=sys.stderr)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("verify")
-    @exit_on_error
-    def verify_cmd(
-        path: Path = typer.Argument(..., help="A results directory, a run directory, a point directory (bundle) "
-                                    "or its receipt.json."),
-        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    ) -> None:
-        """Recompute every digest of the point receipts under PATH: names each missing, extra, changed or
-        symlinked member. Exit 1 when a point fails or a measured point has no receipt."""
-        rep = verify_path(path)
-        if as_json:
-            print(json.dumps({"ok": rep.ok, "failed": rep.failed, "no_receipt": rep.no_receipt}, indent=2))
-        else:
-            for label, problems in rep.failed.items():
-                print(f"FAIL {label}: {'; '.join(problems)}", file=sys.stderr)
-            for label in rep.no_receipt:
-                print(f"NO RECEIPT {label}: measured before bundles, or its bundle was not written",
-                      file=sys.stderr)
-            print(f"verify: {len(rep.ok)} point(s) ok, {len(rep.failed)} failed, {len(rep.no_receipt)} without a "
-                  "receipt", file=sys.stderr)
-        raise typer.Exit(0 if rep.passed else EXIT_FAILED)
-
-    @app.command("diff-env")
-    @exit_on_error
-    def diff_env_cmd(
-        a: Path = typer.Argument(..., help="Point directory, bundle copy or receipt.json (A)."),
-        b: Path = typer.Argument(..., help="Point directory, bundle copy or receipt.json (B)."),
-        as_json: bool = typer.Option(False, "--json", help="Print the differences as JSON."),
-    ) -> None:
-        """What differs between two points' bundles, grouped: versions, bench script and lib hashes, argv, env,
-        image, hardware, load, inputs, point, workspace."""
-        from infx.repro.diffenv import GROUPS, diff_env, load_payload
-
-        diffs = diff_env(load_payload(a), load_payload(b))
-        if as_json:
-            print(json.dumps([d.model_dump(mode="json") for d in diffs], indent=2))
-            return
-        for group in GROUPS:
-            mine = [d for d in diffs if d.group == group]
-            if not mine:
-                continue
-            print(f"{group}:")
-            for d in mine:
-                print(f"  {d.key}: {_show(d.a)} -> {_show(d.b)}")
-        print(f"{len(diffs)} difference(s)" if diffs else "no differences", file=sys.stderr)
+    app.command("verify")(verify_cmd)
+    app.command("diff-env")(diff_env_cmd)
 
 
 def _show(v: object) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 from infx.matrix.point import Point
 from infx.sweep import events as ev
-from infx.sweep.executors import LaunchGroup
+from infx.sweep.grouping import LaunchGroup
 from infx.sweep.layout import RunDir
 
 

@@ -1,4 +1,4 @@
-"""A multi-role deployment as the sweep's :class:`~infx.sweep.executors.RunningEngine`.
+"""A multi-role deployment as the sweep's :class:`~infx.sweep.interfaces.RunningEngine`.
 
 Every role gets a loopback port picked right before it starts (the workers' when the deployment starts, the
 router's once every worker is ready) and ExampleConnector a fresh shared directory per start; the deployment
@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from infx.atomic import write_text
+from infx.engines.logfile import log_excerpt, log_size
 from infx.matrix.point import Point
 from infx.results.layout import StartupSummary
-from infx.sweep.executors import LaunchFailed, LaunchGroup
-from infx.sweep.logfile import log_excerpt, log_size
+from infx.sweep.grouping import LaunchGroup
+from infx.sweep.interfaces import LaunchFailed
 
 
 def allocation(point: Point, gpus_per_node: int) -> tuple[int, int]:
@@ -101,7 +102,8 @@ class LocalDeployment:
     def _render_checked(self, ports: dict[str, int]) -> Any:
         fresh = self.render(ports)
         if fresh.fingerprint != self.planned.fingerprint:
-            raise LaunchFailed("fingerprint-drift", "the deployment rendered with new ports differs from the planned one")
+            raise LaunchFailed("fingerprint-drift",
+                               "the deployment rendered with new ports differs from the planned one")
         return fresh
 
     def _log(self, msg: str) -> None:
@@ -193,7 +195,7 @@ class LocalDeployment:
                        "step_port": _step_record(self.proc, r.name),
                        "pid": rp.proc.pid if rp.proc else None, "ready_s": rp.ready_s, "stop_s": rp.stop_s,
                        "placement": self.proc.placed[r.name].model_dump() if r.name in self.proc.placed else None}
-                      for r, rp in zip(d.roles, self.proc.roles)],
+                      for r, rp in zip(d.roles, self.proc.roles, strict=False)],
             "startup_s": self.proc.startup_s, "teardown_s": self.proc.teardown_s,
             "all_gone": self.proc.all_gone() if self.proc.teardown_s is not None else None,
             "pd_evidence": self.evidence,

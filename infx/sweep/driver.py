@@ -12,6 +12,7 @@ import hashlib
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +24,9 @@ from infx.atomic import write_text
 from infx.diagnostics import Diagnostic, InfxError
 from infx.matrix.point import Point
 from infx.results.layout import PullRequest
-from infx.sweep.executors import EngineStarter, LaunchGroup, PointEvaluator, PointMeasurer
-from infx.sweep.grouping import group_points
-from infx.sweep.layout import RunDir
+from infx.sweep.grouping import LaunchGroup, group_points
+from infx.sweep.interfaces import EngineStarter, PointEvaluator, PointMeasurer
+from infx.sweep.layout import RunDir, RunManifest
 from infx.sweep.manifest import merge_engine_versions, new_manifest
 from infx.sweep.orchestrator import Emit, Orchestrator, SweepOptions, SweepSummary
 from infx.sweep.profile import LoadProfile
@@ -77,7 +78,7 @@ class RunRequest(BaseModel):
     rerun_failed: bool = False
     ready_timeout: float = 900.0
     max_error_rate: float = 0.0
-    eval_limit: int | None = None  # grade only the first N questions of each eval (None: all)
+    eval_limit: int | None = Field(None, ge=1)  # grade only the first N questions of each eval (None: all)
     preflight: bool = True  # run the preflight gate (rendering is always checked)
     load: LoadProfile = Field(default_factory=LoadProfile)
     changelog: ChangelogSelection | None = None  # select the points from a changelog change instead of keys
@@ -245,7 +246,7 @@ def _config_keys_of(request: RunRequest, wanted: set[str]) -> dict[str, str]:
     from infx.catalog import load_catalog, load_runners
     from infx.matrix.generate import resolve_keys, test_config_rows
 
-    catalog = load_catalog(request.config_files)
+    catalog = load_catalog(tuple(request.config_files))
     runners = load_runners(request.runner_config)
     keys = (resolve_keys(catalog, request.config_keys) if request.config_keys and request.changelog is None
             else list(catalog.entries))
@@ -272,11 +273,10 @@ def prepare(request: RunRequest, *, points: list[Point] | None = None,
             request = request.model_copy(update={"load": request.load.model_copy(update={"trials_by_point": by_point})})
     if request.load.search is not None:
         request = _with_slo(request, pts)
-    from infx.sweep.evalbridge import eval_launch_point
+    from infx.evals.point import eval_launch_point
 
     pts = [eval_launch_point(p) for p in pts]  # eval-only points launch at the eval context
-    seen: set[str] = set()
-    dupes = [p.point_id for p in pts if p.point_id in seen or seen.add(p.point_id)]  # type: ignore[func-returns-value]
+    dupes = [pid for pid, n in Counter(p.point_id for p in pts).items() if n > 1]
     if dupes:
         raise InfxError(Diagnostic(f"duplicate point ids in the selection: {', '.join(sorted(set(dupes))[:5])}"))
     render = render or make_renderer(request.recipes, workspace_of(request))
@@ -304,9 +304,9 @@ def _with_slo(request: RunRequest, points: list[Point]) -> RunRequest:
     if not by_point:
         known = sorted({t for tiers in declared.values() for t in tiers})
         raise InfxError(Diagnostic(f"SLO tier {tier!r} is not declared by any selected scenario "
-                                   f"(declared: {', '.join(known) or 'none'}; add slo: {{{tier}: {{ttft_p95_ms: 500}}}} "
-                                   "to the scenario in the catalog)", request.config_files[0] if request.config_files
-                                   else None))
+                                   f"(declared: {', '.join(known) or 'none'}; add slo: "
+                                   f"{{{tier}: {{ttft_p95_ms: 500}}}} to the scenario in the catalog)",
+                                   request.config_files[0] if request.config_files else None))
     return request.model_copy(update={"load": request.load.model_copy(update={"slo_by_point": by_point})})
 
 
@@ -363,7 +363,7 @@ def finish_invocation(rd: RunDir) -> None:
     """Record the engine versions the groups saw and the end time."""
     versions = [g.startup.engine_version for g in rd.groups() if g.startup is not None]
 
-    def upd(m):  # type: ignore[no-untyped-def]
+    def upd(m: RunManifest) -> RunManifest:
         return m.model_copy(update={"engine_version": merge_engine_versions(m.engine_version, versions),
                                     "ended_at": time.time()})
 

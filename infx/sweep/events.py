@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from infx.sweep.executors import LiveStats
+    from infx.sweep.interfaces import LiveStats
 
 
 @dataclass
@@ -87,5 +87,5 @@ class RunFinished:
     summary: Any  # SweepSummary
 
 
-Event = Union[RunStarted, GroupStarted, GroupReady, GroupFailed, GroupFinished, PointStarted, PointProgress,
-              PointFinished, EvalFinished, Note, RunFinished]
+Event = (RunStarted | GroupStarted | GroupReady | GroupFailed | GroupFinished | PointStarted | PointProgress
+         | PointFinished | EvalFinished | Note | RunFinished)

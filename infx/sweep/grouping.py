@@ -1,15 +1,48 @@
-"""Group matrix points by launch fingerprint: points that render to the same engine launch
-(image + argv + env) share one engine start, measured in ascending concurrency."""
+"""Group matrix points by launch fingerprint into launch groups (:class:`LaunchGroup`): points that render
+to the same engine launch (image + argv + env) share one engine start, measured in ascending concurrency."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from infx.matrix.point import Point
-from infx.sweep.executors import LaunchGroup
+
+
+@dataclass
+class LaunchGroup:
+    """Points that share one engine launch (same launch fingerprint), in ascending concurrency."""
+
+    fingerprint: str
+    points: list[Point]
+    engine: str | None = None
+    image: str | None = None
+    argv: list[str] = field(default_factory=list)
+    launch: Any = None  # the engines stage's ``Launch`` (rendered with a placeholder port)
+
+    @property
+    def point_ids(self) -> list[str]:
+        return [p.point_id for p in self.points]
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the launch needs (Slurm ``--gres=gpu:N``): 0 on CPU runners."""
+        return max((gpus_needed(p) for p in self.points), default=0)
+
+
+def gpus_needed(point: Point) -> int:
+    try:
+        from infx.engines.hardware import hardware_for_runner
+
+        if hardware_for_runner(point.runner).vendor == "cpu":
+            return 0
+    except Exception:
+        pass
+    return point.gpus_per_server
+
 
 # Fields that vary between points of one launch and never change the server.
 _LOAD_ONLY_FIELDS = ("conc", "exp-name", "point-id", "recipe-fingerprint", "run-eval", "eval-only", "eval-conc",

@@ -7,7 +7,9 @@ files only it needs, next to them in the run directory:
 * ``groups/<fingerprint>.json`` (:class:`GroupRecord`): one per launch group as it ran (start-up facts,
   engine version, argv, host, Slurm job), and ``groups/<fp16>.engine.log``, the whole engine log;
 * ``plan.json`` (written by ``infx run --backend slurm``, read by ``infx run-group`` on the nodes);
-* ``STOP``: present once ``--fail-fast`` tripped, so no new group starts anywhere.
+* ``STOP``: present once ``--fail-fast`` tripped, so no new group starts anywhere;
+* ``points/<point-id>/eval-status.json`` (the evals stage's ``EvalStatus``): a graded point's eval outcome,
+  written last, after ``eval.json`` (:func:`write_eval_status`, :func:`read_eval_status`).
 
 Reads used for resuming are tolerant (a missing, partial or invalid file reads as ``None``: never trusted).
 Every write is atomic.
@@ -24,13 +26,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from infx.atomic import write_text
+from infx.atomic import write_json, write_text
 from infx.diagnostics import InfxError
+from infx.evals.protocol import EVAL_STATUS_FILE, EvalStatus
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.results.layout import (
-    ENGINE_LOG,
-    RESULT_FILE,
     STATUS_FILE,
     PointFile,
     PointStatus,
@@ -41,8 +42,8 @@ from infx.results.layout import (
 )
 from infx.results.receipt import discard_receipt
 
-__all__ = ["RunDir", "GroupRecord", "PointStatus", "StartupSummary", "RunManifest", "ENGINE_LOG", "RESULT_FILE",
-           "STATUS_FILE", "write_model"]
+__all__ = ["RunDir", "GroupRecord", "PointStatus", "StartupSummary", "RunManifest", "STATUS_FILE", "write_model",
+           "read_eval_status", "write_eval_status"]
 
 
 class GroupRecord(BaseModel):
@@ -190,3 +191,18 @@ class RunDir:
             m = fn(m)
             self.results.write_manifest(m)
             return m
+
+
+def read_eval_status(point_dir: Path) -> EvalStatus | None:
+    """The point's ``eval-status.json``; None when it is missing or unreadable (never trusted then)."""
+    f = point_dir / EVAL_STATUS_FILE
+    if not f.is_file():
+        return None
+    try:
+        return EvalStatus.model_validate_json(f.read_text(encoding="utf-8"))
+    except Exception:
+        return None
+
+
+def write_eval_status(point_dir: Path, status: EvalStatus) -> None:
+    write_json(point_dir / EVAL_STATUS_FILE, status.model_dump(mode="json"))

@@ -1,5 +1,5 @@
 """The real executors on this host: engines stage's :class:`EngineProcess` for launches, the load
-generator's ``run_bench`` for measurements."""
+generator's ``run_bench`` for measurements, the evals stage's lm-eval run for accuracy evals."""
 
 from __future__ import annotations
 
@@ -11,16 +11,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from infx.engines.logfile import log_excerpt, log_size
+from infx.evals.protocol import EvalStatus
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.results.layout import StartupSummary
-from infx.sweep.executors import LaunchFailed, LaunchGroup, LiveStats, ProgressFn
-from infx.sweep.logfile import log_excerpt, log_size
+from infx.sweep.grouping import LaunchGroup
+from infx.sweep.interfaces import LaunchFailed, LiveStats, ProgressFn, RunningEngine
 from infx.sweep.profile import LoadProfile
 from infx.sweep.rendering import RenderAtPort
 
 if TYPE_CHECKING:
-    from infx.engine_page import EngineStateSample
+    from infx.engine_metrics import EngineStateSample
 
 # (group's first point, launch, start-up facts) -> flat scalars merged into ``StartupSummary.other``
 Calibrate = Callable[[Point, Any, StartupSummary], dict[str, Any]]
@@ -71,7 +73,7 @@ def engine_version(base_url: str, timeout: float = 3.0) -> str | None:
 
 
 class LocalEngine:
-    """:class:`infx.sweep.executors.RunningEngine` over the engines stage's ``RetryingEngine``: the port is
+    """:class:`infx.sweep.interfaces.RunningEngine` over the engines stage's ``RetryingEngine``: the port is
     picked right before the start, and a launch that loses it is relaunched on a new one (each retry kept
     in the start-up facts, ``status.json``)."""
 
@@ -168,14 +170,14 @@ class LocalStarter:
         self.ready_timeout_for = ready_timeout_for  # a per-group cap on the readiness wait
         self.calibrate = calibrate  # e.g. kv_calibrator(runner_config): stored in the start-up facts
 
-    def start(self, group: LaunchGroup, log_path: Path) -> LocalEngine:
+    def start(self, group: LaunchGroup, log_path: Path) -> RunningEngine:
         from infx.engines.ports import kernel_port
 
         if group.points[0].multinode:  # several roles: infx.sweep.deployment
             from infx.sweep.deployment import start_deployment
 
             cap = self.ready_timeout_for(group) if self.ready_timeout_for else None
-            return start_deployment(self.render_at_port, group, log_path, cap)  # type: ignore[return-value]
+            return start_deployment(self.render_at_port, group, log_path, cap)
         point = group.points[0]
         launch = self.render_at_port(point, kernel_port())  # to check the plan; the start picks its own port
         if launch.fingerprint != group.fingerprint:
@@ -210,7 +212,7 @@ class LocalMeasurer:
         """``--search max-concurrency``: the largest concurrency meeting the point's SLO tier on this
         running engine (doubling from the point's concurrency, then bisection); None without a tier."""
         from infx.loadgen.search import bench_probe, search_max_concurrency
-        from infx.sweep.loadbridge import bench_config
+        from infx.sweep.point_load import bench_config
 
         tier = self.load.slo_by_point.get(point.point_id)
         if not tier:
@@ -223,14 +225,14 @@ class LocalMeasurer:
 
     def measure(self, point: Point, engine: Any, point_dir: Path, progress: ProgressFn | None = None
                 ) -> BenchResult:
-        from infx.sweep.loadbridge import run_point_load
+        from infx.sweep.point_load import run_point_load
 
         launch = getattr(engine, "launch", None)
         url = getattr(launch, "metrics_url", None)
         tel = self._telemetry(point, engine, url, point_dir)
         poller = None
         if url and progress:
-            from infx.engine_page import scrape_once
+            from infx.engine_metrics import scrape_once
 
             sample = tel.engine.latest if (tel and tel.engine) else functools.partial(scrape_once, url, 2.0)
             poller = MetricsPoller(sample, progress, self.poll_s)
@@ -274,13 +276,54 @@ class LocalMeasurer:
                          node_devices=deployment_node_devices(engine))
 
 
+class LocalEvaluator:
+    """The sweep's evaluator: the evals stage's lm-eval run against the running engine, with the point's
+    protocol (:func:`infx.evals.point.protocol_for`), graded against the card's threshold."""
+
+    def __init__(self, limit: int | None = None, cards_dir: str | None = None, timeout_s: float | None = None,
+                 max_retries: int | None = None):
+        self.limit = limit
+        self.cards_dir = cards_dir
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries  # None: the protocol's (InferenceX's 5, with lm-eval's 1-10 s backoff)
+
+    def evaluate(self, point: Point, engine: Any, point_dir: Path, fingerprint: str | None = None) -> EvalStatus:
+        from infx.diagnostics import InfxError
+        from infx.evals.point import meta_env, protocol_for
+        from infx.evals.runner import EvalFailed, run_eval
+        from infx.evals.thresholds import judge, threshold_for
+        from infx.sweep.point_load import max_model_len
+
+        protocol = protocol_for(point, max_model_len(engine), self.limit, self.cards_dir)
+        if self.max_retries is not None:
+            protocol = protocol.model_copy(update={"max_retries": self.max_retries})
+        started = time.time()
+        try:
+            result = run_eval(protocol, engine.base_url, engine.served_model_name, point_dir,
+                              meta=meta_env(point), timeout_s=self.timeout_s)
+        except EvalFailed as exc:
+            return EvalStatus(state="failed", reason=exc.message, failure_class=f"eval-{exc.kind}",
+                              protocol=protocol, launch_fingerprint=fingerprint, log_tail=exc.log_tail[-8000:],
+                              started_at=started, ended_at=time.time())
+        except InfxError as exc:
+            return EvalStatus(state="failed", reason=str(exc), failure_class="eval-error", protocol=protocol,
+                              launch_fingerprint=fingerprint, started_at=started, ended_at=time.time())
+        mark, source = threshold_for(protocol.task, point.model_prefix, self.cards_dir)
+        verdict = judge(result, mark, source)
+        scores = ", ".join(f"{f.name} {f.score:.4f}" for f in result.filters)
+        return EvalStatus(state="pass" if verdict.passed else "accuracy-fail",
+                          reason="" if verdict.passed else f"{scores} below {mark:g} ({source})",
+                          verdict=verdict, protocol=protocol, launch_fingerprint=fingerprint,
+                          started_at=started, ended_at=time.time())
+
+
 def deployment_node_devices(engine: Any) -> list[list[str] | None] | None:
     """A multi-role deployment with GPUs, started inside its Slurm job: the devices its roles use on each
     node of the job, from the placement its roles were started with (one power sampler task per node);
     None otherwise (the local sampler on this node)."""
     proc = getattr(engine, "proc", None)
     placed = getattr(proc, "placed", None)
-    if not placed or not proc.deployment.gpus():
+    if proc is None or not placed or not proc.deployment.gpus():
         return None
     from infx.engines.disagg.placement import gpus_on_nodes
     from infx.engines.disagg.process import job_layout
@@ -289,7 +332,7 @@ def deployment_node_devices(engine: Any) -> list[list[str] | None] | None:
     gpn, _ = job_layout()
     if not gpn:
         return None
-    return node_devices(gpus_on_nodes(proc.deployment, placed, gpn))  # type: ignore[return-value]
+    return [*node_devices(gpus_on_nodes(proc.deployment, placed, gpn))]
 
 
 def theoretical_reuse(result: BenchResult) -> float | None:

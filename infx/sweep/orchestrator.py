@@ -29,6 +29,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from infx.atomic import write_text
@@ -37,10 +38,10 @@ from infx.metrics.result import BenchResult
 from infx.results.receipt import discard_receipt
 from infx.sweep import events as ev
 from infx.sweep.bundle import finalise_point
-from infx.sweep.executors import (
+from infx.sweep.grouping import LaunchGroup
+from infx.sweep.interfaces import (
     EngineStarter,
     LaunchFailed,
-    LaunchGroup,
     LiveStats,
     PointEvaluator,
     PointMeasurer,
@@ -51,6 +52,8 @@ from infx.sweep.layout import (
     PointStatus,
     RunDir,
     StartupSummary,
+    read_eval_status,
+    write_eval_status,
     write_model,
 )
 
@@ -122,6 +125,17 @@ def load_changed(status: PointStatus, load_key: str | None) -> bool:
     return load_key is not None and status.state != "skipped" and status.load_profile != load_key
 
 
+def eval_done(point_dir: Path, fingerprint: str, limit: int | None, rerun_failed: bool) -> bool:
+    """The point's eval needs no work: graded (pass or accuracy-fail) on this launch with the same limit,
+    or failed before and failures are not retried."""
+    st = read_eval_status(point_dir)
+    if st is None or st.launch_fingerprint != fingerprint or st.protocol.limit != limit:
+        return False
+    if st.state == "failed":
+        return not rerun_failed
+    return (point_dir / "eval.json").is_file()
+
+
 Emit = Callable[[ev.Event], None]
 
 
@@ -133,14 +147,14 @@ class Orchestrator:
     def __init__(
         self,
         run_dir: RunDir,
-        starter: EngineStarter,
-        measurer: PointMeasurer,
+        starter: EngineStarter | None,
+        measurer: PointMeasurer | None,
         options: SweepOptions | None = None,
         emit: Emit | None = None,
         evaluator: PointEvaluator | None = None,
     ):
         self.run_dir = run_dir
-        self.starter = starter
+        self.starter = starter  # None (and no measurer): an orchestrator that only plans (Slurm submission)
         self.measurer = measurer
         self.evaluator = evaluator
         self.options = options or SweepOptions()
@@ -248,6 +262,7 @@ class Orchestrator:
             try:
                 summary.launches += 1
                 try:
+                    assert self.starter is not None, "a planning-only orchestrator starts nothing"
                     engine = self.starter.start(group, log_path)
                     facts = engine.wait_ready(self.options.ready_timeout)
                 except (KeyboardInterrupt, LaunchFailed):
@@ -257,13 +272,13 @@ class Orchestrator:
                                        traceback.format_exc(limit=4)) from exc
             except LaunchFailed as exc:
                 tail = exc.log_tail or (engine.log_tail(self.options.log_tail_lines) if engine else "")
-                reason = f"launch-failed:{exc.reason}"
-                self.emit(ev.GroupFailed(group.fingerprint, reason, exc.detail))
+                reason = f"launch-failed:{exc.kind}"
+                self.emit(ev.GroupFailed(group.fingerprint, reason, exc.message))
                 # launches that lost their port before this failure stay on record (never hidden)
                 lost = StartupSummary(port_retries=exc.port_retries) if exc.port_retries else None
                 record.startup = lost
                 for point in group.points:
-                    self._fail(point, group, reason, exc.detail, tail, summary, facts=lost)
+                    self._fail(point, group, reason, exc.message, tail, summary, facts=lost)
                 record.state, record.reason = "failed", reason
                 self._trip_fail_fast()
                 return summary
@@ -287,7 +302,7 @@ class Orchestrator:
                     self._skip_saturated(point, group, saturated_at, summary)
                     continue
                 if dead is not None:
-                    self._fail(point, group, f"engine-died:{dead.reason}", "engine died earlier in this group",
+                    self._fail(point, group, f"engine-died:{dead.kind}", "engine died earlier in this group",
                                dead.log_tail, summary)
                     continue
                 dead = self._measure_point(point, group, engine, facts, summary)
@@ -297,7 +312,7 @@ class Orchestrator:
                     if sat:
                         saturated_at = min(point.concs)
             if dead is not None:
-                record.state, record.reason = "failed", f"engine-died:{dead.reason}"
+                record.state, record.reason = "failed", f"engine-died:{dead.kind}"
             elif summary.failed:
                 record.state = "partial"
             else:
@@ -322,8 +337,6 @@ class Orchestrator:
     def _eval_pending(self, point: Point, fingerprint: str) -> bool:
         if self.evaluator is None or not (point.run_eval or point.eval_only):
             return False
-        from infx.sweep.evalbridge import eval_done
-
         return not eval_done(self.run_dir.point_dir(point.point_id), fingerprint, self.evaluator.limit,
                              self.options.rerun_failed)
 
@@ -346,7 +359,6 @@ class Orchestrator:
                     summary: SweepSummary) -> LaunchFailed | None:
         """Grade one point on the running engine; ``eval-status.json`` records the outcome."""
         from infx.evals.protocol import EVAL_STATUS_FILE
-        from infx.sweep.evalbridge import write_eval_status
 
         assert self.evaluator is not None
         pid = point.point_id
@@ -369,9 +381,9 @@ class Orchestrator:
         dead = engine.failure()
         if dead is not None:
             tail = dead.log_tail or engine.log_tail(self.options.log_tail_lines)
-            dead = LaunchFailed(dead.reason, dead.detail, tail)
-            st = st.model_copy(update={"state": "failed", "failure_class": f"eval-engine-died:{dead.reason}",
-                                       "reason": dead.detail or "the engine died during the eval",
+            dead = LaunchFailed(dead.kind, dead.message, tail)
+            st = st.model_copy(update={"state": "failed", "failure_class": f"eval-engine-died:{dead.kind}",
+                                       "reason": dead.message or "the engine died during the eval",
                                        "log_tail": tail[-8000:], "verdict": None})
         write_eval_status(pdir, st)
         if st.state == "failed":
@@ -389,11 +401,9 @@ class Orchestrator:
         self.emit(ev.PointStarted(pid, point.eval_conc or min(point.concs)))
         started = time.time()
         dead = self._eval_point(point, group, engine, summary)
-        from infx.sweep.evalbridge import read_eval_status
-
         st = read_eval_status(self.run_dir.point_dir(pid))
         if dead is not None:
-            self._fail(point, group, f"engine-died:{dead.reason}", dead.detail, dead.log_tail, summary,
+            self._fail(point, group, f"engine-died:{dead.kind}", dead.message, dead.log_tail, summary,
                        started=started, facts=facts)
             return dead
         if st is None or st.state == "failed":
@@ -427,6 +437,7 @@ class Orchestrator:
         error: str | None = None
         tb = ""
         try:
+            assert self.measurer is not None, "a planning-only orchestrator measures nothing"
             result = self.measurer.measure(point, engine, pdir, progress)
         except KeyboardInterrupt:
             raise
@@ -438,8 +449,8 @@ class Orchestrator:
         dead = engine.failure()
         if dead is not None:
             tail = dead.log_tail or engine.log_tail(self.options.log_tail_lines)
-            dead = LaunchFailed(dead.reason, dead.detail, tail)
-            self._fail(point, group, f"engine-died:{dead.reason}", dead.detail or (error or ""), tail, summary,
+            dead = LaunchFailed(dead.kind, dead.message, tail)
+            self._fail(point, group, f"engine-died:{dead.kind}", dead.message or (error or ""), tail, summary,
                        started=started, facts=facts)
             return dead
         if result is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 
 class LoadProfile(BaseModel):
@@ -37,6 +37,21 @@ class LoadProfile(BaseModel):
     # ``--stop-at-saturation``: an arm's higher concurrencies are skipped (skipped-saturated) once
     # one of its points saturated (more load bought no throughput, TTFT grew; or TTFT kept rising)
     stop_at_saturation: bool = False
+
+    @field_validator("max_trials")
+    @classmethod
+    def _adaptive_ceiling(cls, v: int | None, info: ValidationInfo) -> int | None:
+        trials = info.data.get("trials") or 1
+        if v is not None and v < max(trials, 2):
+            raise ValueError(f"--max-trials must be >= 2 and >= --trials, not {v}")
+        return v
+
+    @field_validator("slo_tier")
+    @classmethod
+    def _tier_needs_search(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is not None and info.data.get("search") is None:
+            raise ValueError("--slo TIER is for --search max-concurrency")
+        return v
 
     def trials_for(self, point_id: str) -> int:
         return self.trials or self.trials_by_point.get(point_id, 1)

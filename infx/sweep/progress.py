@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from infx.sweep import events as ev
-from infx.sweep.layout import RunDir
+from infx.sweep.layout import RunDir, read_eval_status
 
 
 class Progress:
@@ -141,8 +141,6 @@ def results_table(run_dir: RunDir, point_ids: list[str] | None = None) -> Table:
             t.add_row(pid, conc, "pending", "", "", "", "", "")
             continue
         res = run_dir.read_result(pid) if st.state == "done" else None
-        from infx.sweep.evalbridge import read_eval_status
-
         ev_st = read_eval_status(run_dir.point_dir(pid))
         eval_note = f"eval {ev_st.state}" + (f": {ev_st.reason}" if ev_st.reason else "") if ev_st else ""
         if res is None and ev_st is not None and st.state == "done":

@@ -39,9 +39,9 @@ def _need(tool: str) -> str:
     return path
 
 
-def sbatch_argv(run_dir: RunDir, groups: Sequence[PlannedGroup], *, gpus: int, nodes: int = 1, python: str | None = None,
-                partition: str | None = None, time_limit: str | None = None, max_parallel: int | None = None,
-                extra: Sequence[str] = ()) -> list[str]:
+def sbatch_argv(run_dir: RunDir, groups: Sequence[PlannedGroup], *, gpus: int, nodes: int = 1,
+                python: str | None = None, partition: str | None = None, time_limit: str | None = None,
+                max_parallel: int | None = None, extra: Sequence[str] = ()) -> list[str]:
     """The ``sbatch`` argv for one job (one group) or one array (several groups with the same GPU count)."""
     root = run_dir.root.resolve()
     logs = root / "slurm"

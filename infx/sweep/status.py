@@ -6,11 +6,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from infx.diagnostics import Diagnostic, InfxError
-from infx.results.layout import MANIFEST, ResultsDir
-from infx.sweep.layout import GroupRecord, RunDir
+from infx.results.layout import MANIFEST, PointFile, ResultsDir
+from infx.sweep.layout import GroupRecord, RunDir, read_eval_status
+
+if TYPE_CHECKING:
+    from infx.analysis.cost import SkuOf
+    from infx.analysis.costmodel import CostModel
 
 State = Literal["done", "failed", "skipped", "running", "queued", "pending"]
 
@@ -24,7 +28,8 @@ class PointState:
     job: str | None = None
     kv: str = ""  # KV capacity predicted/logged at start-up, e.g. "1048576/98304 (mismatch)"
     eval: str = ""  # run-eval points: "pass 0.812 (>= 0.8)", "accuracy-fail 0.012 (< 0.8)", "failed: ...", "pending"
-    cost: str = ""  # done points: "$0.325/Mtok" in the cost table's tier (read time, infx.analysis.cost), or "not priced: ..."
+    # done points: "$0.325/Mtok" in the cost table's tier (read time, infx.analysis.cost), or "not priced: ..."
+    cost: str = ""
     trials: str = ""  # done points: "3 trials: 463 tok/s ±7.8%" (output throughput, 95 % CI; issue 21)
 
 
@@ -50,7 +55,7 @@ def run_dirs(path: str | Path) -> list[RunDir]:
     return [RunDir(p, r) for r in [*runs, *extra]]
 
 
-def run_state(rd: RunDir, cost: Any = None) -> RunState:
+def run_state(rd: RunDir, cost: CostCell | None = None) -> RunState:
     from infx.sweep import slurm
     from infx.sweep.driver import load_plan
 
@@ -67,16 +72,16 @@ def run_state(rd: RunDir, cost: Any = None) -> RunState:
             for pid in g.point_ids:
                 group_of[pid] = g.fingerprint
     records = {g.fingerprint: g for g in rd.groups()}
-    for rec in records.values():
-        for pid in rec.point_ids:
-            group_of.setdefault(pid, rec.fingerprint)
+    for grp in records.values():
+        for pid in grp.point_ids:
+            group_of.setdefault(pid, grp.fingerprint)
     job_ids = [str(j["job_id"]) for j in plan.slurm_jobs] if plan is not None else []
     queue = slurm.queue_states(job_ids) if job_ids else {}
     jobs: dict[str, str] = {}
     if job_ids:
         jobs.update(slurm.finished_states(job_ids))
-        for key, st in queue.items():
-            jobs[key] = st
+        for key, state in queue.items():
+            jobs[key] = state
         for jid in job_ids:  # neither squeue nor sacct knows it (finished, accounting off)
             if not any(k == jid or k.startswith(jid + "_") for k in jobs):
                 jobs[jid] = "UNKNOWN"
@@ -123,7 +128,6 @@ def trials_text(rd: RunDir, point_id: str) -> str:
 def eval_text(point_dir: Path, wants_eval: bool) -> str:
     """The point's accuracy eval as one cell: outcome, headline score and threshold, or why it failed."""
     from infx.evals.parse import read_eval
-    from infx.sweep.evalbridge import read_eval_status
 
     st = read_eval_status(point_dir)
     if st is None:
@@ -168,10 +172,33 @@ def _may_be_alive(rec: GroupRecord) -> bool:
     return True
 
 
-def cost_cell(tier: str | None = None) -> Any:
-    """``(run dir, point id, point file) -> "$0.325/Mtok"`` in the workspace's cost table (``infx.analysis.cost``,
-    applied at read time); None, with a warning, when the table cannot be read (status still reports)."""
-    from infx.analysis.cost import inputs_of_result, point_cost, sku_resolver
+@dataclass
+class CostCell:
+    """``(run dir, point id, point file) -> "$0.325/Mtok"`` in a cost table's ``tier`` (``infx.analysis.cost``,
+    applied at read time)."""
+
+    model: CostModel
+    tier: str
+    sku_of: SkuOf
+
+    def __call__(self, rd: RunDir, pid: str, pf: PointFile) -> str:
+        from infx.analysis.cost import inputs_of_result, point_cost
+
+        result = rd.read_result(pid)
+        if result is None:
+            return ""
+        manifest = rd.read_manifest()
+        runner = str(pf.point.get("runner", ""))
+        gpn = manifest.gpus_per_node.get(runner) if manifest is not None else None
+        pc = point_cost(inputs_of_result(pf.point, result, gpn), self.model, self.tier, sku_of=self.sku_of)
+        v = pc.cost()
+        return f"${v.value:,.4g}/Mtok" if v.value is not None else f"not priced: {v.reason}"[:60]
+
+
+def cost_cell(tier: str | None = None) -> CostCell | None:
+    """The cost column of the workspace's cost table; None, with a warning, when the table cannot be read
+    (status still reports)."""
+    from infx.analysis.cost import sku_resolver
     from infx.analysis.costmodel import load_cost_model
     from infx.diagnostics import warn
 
@@ -182,18 +209,4 @@ def cost_cell(tier: str | None = None) -> Any:
         for d in exc.diagnostics:
             warn(Diagnostic(d.message, d.file, d.line, d.col, d.path, "warning"))
         return None
-    t = model.tier(tier)  # an unknown --tier is the caller's bad input (exit 2)
-
-    def cell(rd: RunDir, pid: str, pf: Any) -> str:
-        result = rd.read_result(pid)
-        if result is None:
-            return ""
-        manifest = rd.read_manifest()
-        runner = str(pf.point.get("runner", ""))
-        gpn = manifest.gpus_per_node.get(runner) if manifest is not None else None
-        pc = point_cost(inputs_of_result(pf.point, result, gpn), model, t, sku_of=sku_of)
-        v = pc.cost()
-        return f"${v.value:,.4g}/Mtok" if v.value is not None else f"not priced: {v.reason}"[:60]
-
-    cell.tier = t  # type: ignore[attr-defined]
-    return cell
+    return CostCell(model, model.tier(tier), sku_of)  # an unknown --tier is the caller's bad input (exit 2)

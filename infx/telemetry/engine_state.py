@@ -1,5 +1,5 @@
 """The engine's own state over time: its Prometheus ``/metrics`` page scraped once a second (the scrape
-and its parser are :mod:`infx.engine_page`) in a process of its own, the samples as JSON lines, and
+and its parser are :mod:`infx.engine_metrics`) in a process of its own, the samples as JSON lines, and
 their summary over the benchmark window."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
-from infx.engine_page import COUNTERS, EngineStateSample, scrape_once
+from infx.engine_metrics import COUNTERS, EngineStateSample, scrape_once
 from infx.metrics.sections import EngineStateSummary
 from infx.telemetry.models import BenchWindow
 

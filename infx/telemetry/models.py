@@ -1,7 +1,7 @@
 """Typed telemetry records: the benchmark window and the power validation (InferenceX's sidecar shape).
 What a point's telemetry adds to its result (CPU energy, the engine-state summary, the per-point summary
 stored in ``result.json`` ``extra.telemetry``) is part of the result contract, in
-:mod:`infx.metrics.sections`; one engine-state sample is :class:`infx.engine_page.EngineStateSample`."""
+:mod:`infx.metrics.sections`; one engine-state sample is :class:`infx.engine_metrics.EngineStateSample`."""
 
 from __future__ import annotations
 

@@ -18,11 +18,13 @@ from infx.diagnostics import EXIT_BAD_INPUT, InfxError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m infx.workflows.validate_perf_changelog", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m infx.workflows.validate_perf_changelog",
+                                description=__doc__.split("\n")[0])
     p.add_argument("--base-ref", required=True)
     p.add_argument("--head-ref", required=True)
     p.add_argument("--changelog-file", default="perf-changelog.yaml")
-    p.add_argument("--config-files", nargs="+", default=None, help="master YAML paths read at the revisions (default configs/*-master.yaml)")
+    p.add_argument("--config-files", nargs="+", default=None,
+                   help="master YAML paths read at the revisions (default configs/*-master.yaml)")
     p.add_argument("--runner-config", default="configs/runners.yaml")
     evals = p.add_mutually_exclusive_group()
     evals.add_argument("--all-evals", action="store_true")

@@ -15,7 +15,7 @@ from infx.agentic.measure import (
 from infx.agentic.replay import ReplayConfig, replay_async
 from infx.agentic.synth import SynthConfig, synth_traces
 from infx.agentic.trace import write_traces
-from infx.engine_page import parse_metrics
+from infx.engine_metrics import parse_metrics
 from infx.loadgen.http import Target
 from infx.metrics.result import BenchResult
 from infx.metrics.run_config import AgenticRunConfig

@@ -14,6 +14,7 @@ The router comes from ``make router-venv`` (``make test`` depends on it).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -66,10 +67,8 @@ def _cmdlines() -> list[str]:
     out = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            try:
+            with contextlib.suppress(OSError):
                 out.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
-            except OSError:
-                pass
     return out
 
 
@@ -164,7 +163,8 @@ def test_killed_role_is_a_classified_deployment_failure(tmp_path: Path, tiny_mod
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 @needs_router
-def test_cpu_disagg_deployment_on_real_slurm(tmp_path: Path, tiny_model_dir: Path, local_slurm: None) -> None:
+@pytest.mark.usefixtures("local_slurm")
+def test_cpu_disagg_deployment_on_real_slurm(tmp_path: Path, tiny_model_dir: Path) -> None:
     from infx.sweep import slurm
 
     args = _run_args(tmp_path, "pd-slurm", "--backend", "slurm", "--wait", "--wait-timeout", "900")

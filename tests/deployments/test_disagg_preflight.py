@@ -30,7 +30,8 @@ def test_cpu_deployment_is_checked_per_role(tmp_path: Path, monkeypatch) -> None
                             launches={p.point_id: render_deployment(p)})
     checks = {c.name: c for c in v.checks}
     assert checks["memory:prefill"].status == "ok" and checks["memory:decode"].status == "ok"
-    assert "prefill x1 (on the CPU)" in checks["memory:prefill"].message and "decode x1 (on the CPU)" in checks["memory:decode"].message
+    assert "prefill x1 (on the CPU)" in checks["memory:prefill"].message
+    assert "decode x1 (on the CPU)" in checks["memory:decode"].message
     assert checks["memory:host"].status == "ok" and "prefill + decode on one host" in checks["memory:host"].message
     assert checks["capacity"].status == "ok" and v.ok_to_run
     for role in ("prefill", "decode"):  # the connector's transfer buffers: a line per role, here zero (files on disk)
@@ -100,7 +101,8 @@ def test_runners_yaml_nodes_extension(compat: Path, tmp_path: Path) -> None:
     assert "  cluster:gb200-nv:\n    available-cpu-dram-mib: 860_160\n    gpus-per-node: 4\n" in text
     good = tmp_path / "runners.yaml"
     good.write_text(text.replace("  cluster:gb200-nv:\n    available-cpu-dram-mib: 860_160\n    gpus-per-node: 4\n",
-                                 "  cluster:gb200-nv:\n    available-cpu-dram-mib: 860_160\n    gpus-per-node: 4\n    nodes: 18\n"))
+                                 "  cluster:gb200-nv:\n    available-cpu-dram-mib: 860_160\n    gpus-per-node: 4\n"
+                                 "    nodes: 18\n"))
     runners = load_runners(good)
     points = select_points([str(compat / "nvidia-master.yaml")], str(good), ["dsv4-fp4-gb200-dynamo-vllm*"],
                            evals="none", conc=None)
@@ -137,6 +139,6 @@ def test_unknown_router_kv_backend_or_zero_tp_is_refused_not_rendered_as_another
            p.model_copy(update={"framework": "sglang-disagg", "kv_p2p_transfer": "carrier-pigeon"}),
            p.model_copy(update={"decode": p.decode.model_copy(update={"tp": 0})})]
     for point, text in zip(bad, ("router 'nginx' is not one", "kv-p2p-transfer 'carrier-pigeon' is not one",
-                                 "decode tp 0")):
+                                 "decode tp 0"), strict=True):
         with pytest.raises(InfxError, match=text):
             render_deployment(point)

@@ -190,7 +190,8 @@ def test_recipe_dependent_boundary_is_the_highest_fraction_inferencex_uses() -> 
                             gpu=[MemoryLine(component="weights", bytes=w - 10**9, where="gpu"),
                                  MemoryLine(component="runtime overhead", bytes=10**9, where="gpu")],
                             problems=["short"], findings=["short"],
-                            settings={"memory_fraction": "0.92 (engine default)", "max_num_seqs": "64 (--max-num-seqs)"})
+                            settings={"memory_fraction": "0.92 (engine default)",
+                                      "max_num_seqs": "64 (--max-num-seqs)"})
 
     hard = unverifiable_knobs(report(0.97), "recipe r.yaml")
     assert hard.status == "fail" and "95% of the GPU" in hard.problems[-1]

@@ -15,6 +15,7 @@ score exactly the even fraction of the questions asked. Modes:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import threading
@@ -160,10 +161,8 @@ def running_oracle(mode: str = "ok", fail_after: int = 0, delay_s: float = 0.0) 
         yield Oracle(f"http://127.0.0.1:{port[0]}", stats)
     finally:
         fut = asyncio.run_coroutine_threadsafe(runner.cleanup(), loop)
-        try:
+        with contextlib.suppress(Exception):
             fut.result(5)
-        except Exception:
-            pass
         loop.call_soon_threadsafe(loop.stop)
         t.join(5)
 

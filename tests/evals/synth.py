@@ -9,7 +9,7 @@ from infx.atomic import write_json
 from infx.evals.protocol import EVAL_FILE, EvalProtocol, EvalResult, EvalSample, EvalStatus, FilterScore
 from infx.evals.runner import write_samples
 from infx.evals.thresholds import judge
-from infx.sweep.evalbridge import write_eval_status
+from infx.sweep.layout import write_eval_status
 
 FILTERS = ("strict-match", "flexible-extract")
 

@@ -34,7 +34,8 @@ def test_store_keeps_evals_and_compare_gives_the_paired_verdict(seed_results):
     assert abs(acc[0]["p_value"] - 22 / 1024) < 1e-12
     with Store(seed_results.db_path) as st:
         assert st.schema_version() == SCHEMA_VERSION and (3, MIGRATION_3) in MIGRATIONS
-        rows = st.conn.execute("SELECT point_id, state, score_strict, threshold FROM evals ORDER BY point_id").fetchall()
+        rows = st.conn.execute("SELECT point_id, state, score_strict, threshold FROM evals "
+                               "ORDER BY point_id").fetchall()
         assert rows == [(TP2, "accuracy-fail", 0.3, 0.5), (TP4, "pass", 0.7, 0.5)]
         assert st.conn.execute("SELECT COUNT(*) FROM eval_answers").fetchone()[0] == 40
     text = " ".join(compare(seed_results.root, "-a", "tp=2", "-b", "tp=4").stdout.split())

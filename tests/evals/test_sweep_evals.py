@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from infx.evals.point import eval_launch_point, protocol_for
 from infx.evals.protocol import EVAL_FILE
-from infx.sweep.evalbridge import LocalEvaluator, eval_launch_point, protocol_for, read_eval_status
 from infx.sweep.grouping import group_points
-from infx.sweep.layout import RunDir
+from infx.sweep.layout import RunDir, read_eval_status
+from infx.sweep.local import LocalEvaluator
 from infx.sweep.orchestrator import Orchestrator, SweepOptions
 from tests.sweep.fakes import FakeMeasurer, FakeStarter, make_point
 

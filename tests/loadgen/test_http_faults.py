@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from infx.loadgen.http import Target, build_body, make_session, parse_sse, stream_request
+from infx.loadgen.http import Target, build_body, make_session, stream_request
+from infx.loadgen.sse import parse_sse
 from infx.loadgen.testserver import SyntheticServer
 from infx.records import RequestRecord, RequestSpec, read_records, write_records
 
@@ -23,12 +24,13 @@ def decoder(request, monkeypatch):
     """Every test runs with the fast paths (timed body reader + msgspec), with the generic json
     decoder, and with aiohttp's plain readany loop."""
     import infx.loadgen.http as http
+    import infx.loadgen.sse as sse
 
     if request.param == "json":
-        monkeypatch.setattr(http, "_fast_decoder", None)
+        monkeypatch.setattr(sse, "_fast_decoder", None)
     elif request.param == "plain-reader":
         monkeypatch.setattr(http, "_FAST_READER", False)
-    elif http._fast_decoder is None:
+    elif sse._fast_decoder is None:
         pytest.skip("msgspec not installed")
     return request.param
 
@@ -58,7 +60,8 @@ async def _one(url: str, spec: RequestSpec, *, tight: bool = False, **target_kw)
 @pytest.mark.parametrize("endpoint", ["completions", "chat"])
 @pytest.mark.parametrize("fault", sorted(EXPECTED))
 def test_every_fault_is_classified(server, endpoint, fault):
-    spec = RequestSpec(request_id=fault, endpoint=endpoint, prompt="a b c", max_tokens=8, headers={"x-infx-fault": fault})
+    spec = RequestSpec(request_id=fault, endpoint=endpoint, prompt="a b c", max_tokens=8,
+                       headers={"x-infx-fault": fault})
     rec = _run(_one(server.base_url, spec, tight=fault in TIMEOUT_FAULTS))
     assert rec.error_class == EXPECTED[fault], rec.error_message
     assert rec.end_ns >= rec.send_ns
@@ -68,7 +71,8 @@ def test_every_fault_is_classified(server, endpoint, fault):
         assert sum(rec.chunk_tokens) == 8 and min(rec.chunk_tokens) >= 1
         assert len(set(rec.chunk_ns)) == len(rec.chunk_ns)  # one chunk per arrival
         assert rec.finish_count == 1 and rec.finish_reason == "length"
-        assert rec.send_ns < rec.headers_ns <= rec.first_byte_ns <= rec.first_token_ns <= rec.last_token_ns <= rec.end_ns
+        assert (rec.send_ns < rec.headers_ns <= rec.first_byte_ns <= rec.first_token_ns <= rec.last_token_ns
+                <= rec.end_ns)
         assert rec.chunk_ns == sorted(rec.chunk_ns)
         if endpoint == "chat":  # the role-only chunk is not the first token
             assert rec.empty_events_before_first_token == 1
@@ -104,7 +108,8 @@ def test_request_body_asks_for_usage_in_stream(server):
         "return_token_ids": True,
         "temperature": 0,
     }
-    chat = build_body(RequestSpec(request_id="c", endpoint="chat", prompt="hi", max_tokens=2), Target(base_url="http://x", model="m", continuous_usage=False))
+    chat = build_body(RequestSpec(request_id="c", endpoint="chat", prompt="hi", max_tokens=2),
+                      Target(base_url="http://x", model="m", continuous_usage=False))
     assert chat["messages"] == [{"role": "user", "content": "hi"}]
     assert chat["stream_options"] == {"include_usage": True}
     assert "ignore_eos" not in chat
@@ -137,7 +142,8 @@ def _blank() -> RequestRecord:
 
 def test_parse_sse_events_split_across_reads_take_completing_read_time():
     ev1 = b'data: {"choices":[{"text":"a","finish_reason":null}],"usage":{"prompt_tokens":3,"completion_tokens":1}}\n\n'
-    ev2 = b'data: {"choices":[{"text":"b","finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\n'
+    ev2 = (b'data: {"choices":[{"text":"b","finish_reason":"length"}],'
+           b'"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\n')
     rec = _blank()
     err = parse_sse(_reads(ev1[:20], ev1[20:] + ev2[:10], ev2[10:] + b"data: [DONE]\n\n"), rec)
     assert err is None
@@ -159,7 +165,8 @@ def test_parse_sse_events_in_one_read_form_one_chunk():
 
 
 def test_parse_sse_crlf_comments_and_multiline():
-    body = b': keep-alive\r\n\r\nevent: message\r\ndata: {"choices":[{"text":"x","finish_reason":"stop"}]}\r\n\r\ndata: [DONE]\r\n\r\n'
+    body = (b': keep-alive\r\n\r\nevent: message\r\ndata: {"choices":[{"text":"x","finish_reason":"stop"}]}\r\n\r\n'
+            b'data: [DONE]\r\n\r\n')
     rec = _blank()
     assert parse_sse(_reads(body), rec) is None
     assert rec.client_tokens == 1 and rec.finish_count == 1 and rec.token_source == "events"
@@ -171,7 +178,8 @@ def test_parse_sse_unusual_shapes_fall_back_and_still_count():
     rec = _blank()
     err = parse_sse(_reads(ev + b"data: [DONE]\n\n"), rec)
     assert err is not None and err[0] == "malformed_sse"  # len() of an int: unexpected event shape
-    ok = b'data: {"choices":[{"text":"a","finish_reason":"stop","extra":{"x":[1,2]}}],"usage":{"prompt_tokens":2,"completion_tokens":1,"details":null}}\n\n'
+    ok = (b'data: {"choices":[{"text":"a","finish_reason":"stop","extra":{"x":[1,2]}}],'
+          b'"usage":{"prompt_tokens":2,"completion_tokens":1,"details":null}}\n\n')
     rec = _blank()
     assert parse_sse(_reads(ok), rec) is None and rec.client_tokens == 1 and rec.prompt_tokens == 2
 

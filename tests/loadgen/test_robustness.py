@@ -16,9 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from infx.loadgen.checks import check_accounting, run_checks
-from infx.loadgen.http import Target, make_session, parse_sse, stream_request
+from infx.loadgen.http import Target, make_session, stream_request
 from infx.loadgen.runner import execute
 from infx.loadgen.source import ScheduledSource
+from infx.loadgen.sse import parse_sse
 from infx.loadgen.testserver import SyntheticServer
 from infx.metrics.compute import compute_metrics
 from infx.metrics.result import BenchResult
@@ -29,11 +30,11 @@ from .test_runner import _app, _cfg
 
 @pytest.fixture(params=["msgspec", "json"])
 def decoder(request, monkeypatch):
-    import infx.loadgen.http as http
+    import infx.loadgen.sse as sse
 
     if request.param == "json":
-        monkeypatch.setattr(http, "_fast_decoder", None)
-    elif http._fast_decoder is None:
+        monkeypatch.setattr(sse, "_fast_decoder", None)
+    elif sse._fast_decoder is None:
         pytest.skip("msgspec not installed")
     return request.param
 
@@ -58,12 +59,12 @@ def test_unexpected_event_shapes_are_malformed_not_raised(decoder, event):
 
 
 def test_parse_sse_never_raises(monkeypatch):
-    import infx.loadgen.http as http
+    import infx.loadgen.sse as sse
 
     def boom(reads, st):
         raise LookupError("parser bug")
 
-    monkeypatch.setattr(http, "_parse", boom)
+    monkeypatch.setattr(sse, "_parse", boom)
     err = parse_sse([(1, b"data: {}\n\n")], _blank())
     assert err is not None and err[0] == "malformed_sse" and "LookupError" in err[1]
 
@@ -149,8 +150,9 @@ def test_ctrl_c_during_sharded_warmup_exits_130(tokenizer_dir, tmp_path):
     # one warmup request: worker 0 sends it (and it hangs: 30 s TTFT), worker 1 has none and
     # waits for worker 0 at the start barrier
     with SyntheticServer(ttft_s=30.0, token_interval_s=0.001) as srv:
-        cmd = [sys.executable, "-m", "infx", "bench", "--base-url", srv.base_url, "--model", "m", "--tokenizer", str(tokenizer_dir),
-               "-c", "2", "--workers", "2", "-n", "4", "--warmup", "1", "--input-len", "8", "--output-len", "4",
+        cmd = [sys.executable, "-m", "infx", "bench", "--base-url", srv.base_url, "--model", "m",
+               "--tokenizer", str(tokenizer_dir), "-c", "2", "--workers", "2", "-n", "4", "--warmup", "1",
+               "--input-len", "8", "--output-len", "4",
                "--no-progress", "--no-summary", "--out", str(tmp_path)]
         # own session: a hung run's worker processes are killed with it (no orphans)
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
@@ -196,7 +198,8 @@ def test_invalid_url_request_is_client_error(url):
     async def main() -> RequestRecord:
         async with make_session() as session:
             spec = RequestSpec(request_id="u", prompt="x", max_tokens=2)
-            return await stream_request(session, spec, Target(base_url=url, model="m", stall_timeout_s=2, total_timeout_s=3))
+            return await stream_request(session, spec,
+                                        Target(base_url=url, model="m", stall_timeout_s=2, total_timeout_s=3))
 
     assert asyncio.run(main()).error_class == "client_error"
 

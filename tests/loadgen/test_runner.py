@@ -43,8 +43,8 @@ def _cfg(url: str, tokenizer_dir: Path, **kw) -> BenchConfig:
 def test_faulty_server_every_request_classified_and_checks_fail(tokenizer_dir, tmp_path):
     faults = list(FAULTS)  # ok + every fault, cycling
     with SyntheticServer(ttft_s=0.001, token_interval_s=0.001, faults=faults) as srv:
-        run = execute(_cfg(srv.base_url, tokenizer_dir, concurrency=6, num_prompts=2 * len(faults), out_dir=str(tmp_path),
-                            stall_timeout_s=1.0, total_timeout_s=3.0))
+        run = execute(_cfg(srv.base_url, tokenizer_dir, concurrency=6, num_prompts=2 * len(faults),
+                           out_dir=str(tmp_path), stall_timeout_s=1.0, total_timeout_s=3.0))
     res = run.result
     m = res.metrics
     assert res.complete
@@ -124,7 +124,7 @@ def test_duration_and_open_loop_and_workers(tokenizer_dir):
     assert dur.result.metrics.issued > 10 and dur.result.metrics.failed == 0
     assert 0.3 < dur.result.metrics.throughput.duration_s < 5.0  # stops near 0.5 s, not after all prompts
     gaps = sorted(r.intended_send_ns for r in open_.records)
-    assert all(abs((b - a) / 1e6 - 10.0) < 0.01 for a, b in zip(gaps, gaps[1:]))  # constant 10 ms
+    assert all(abs((b - a) / 1e6 - 10.0) < 0.01 for a, b in zip(gaps, gaps[1:], strict=False))  # constant 10 ms
     assert open_.result.config.request_rate == 100.0
     ids = [r.request_id for r in sharded.records]
     assert sorted(ids) == sorted(f"r-{i}" for i in range(30))
@@ -152,7 +152,8 @@ def _app():
 
 
 def test_cli_bad_input_one_line_diagnostics_exit_2(tokenizer_dir):
-    r = CliRunner().invoke(_app(), ["bench", "--base-url", "http://127.0.0.1:9", "--model", "m", "--goodput", "ttft:x", "--warmup", "zz"])
+    r = CliRunner().invoke(_app(), ["bench", "--base-url", "http://127.0.0.1:9", "--model", "m", "--goodput", "ttft:x",
+                                    "--warmup", "zz"])
     assert r.exit_code == 2
     lines = r.output.strip().splitlines()
     assert any("bad goodput SLO" in ln and ln.endswith("(at --goodput)") for ln in lines)
@@ -164,9 +165,9 @@ def test_cli_bad_input_one_line_diagnostics_exit_2(tokenizer_dir):
 
 def test_cli_run_writes_outputs_and_accepts_goodput_list(tokenizer_dir, tmp_path):
     with SyntheticServer(ttft_s=0.001, token_interval_s=0.0005) as srv:
-        args = ["bench", "--base-url", srv.base_url, "--model", "m", "--tokenizer", str(tokenizer_dir), "-c", "2", "-n", "6",
-                "--input-len", "16", "--output-len", "4", "--ignore-eos", "--no-progress", "--out", str(tmp_path),
-                "--goodput", "ttft:5000", "tpot:1000", "--gpus", "8"]
+        args = ["bench", "--base-url", srv.base_url, "--model", "m", "--tokenizer", str(tokenizer_dir), "-c", "2",
+                "-n", "6", "--input-len", "16", "--output-len", "4", "--ignore-eos", "--no-progress",
+                "--out", str(tmp_path), "--goodput", "ttft:5000", "tpot:1000", "--gpus", "8"]
         r = CliRunner().invoke(_app(), args)
     assert r.exit_code == 0, r.output
     res = json.loads((tmp_path / "result.json").read_text())
@@ -178,8 +179,9 @@ def test_cli_run_writes_outputs_and_accepts_goodput_list(tokenizer_dir, tmp_path
 
 def test_ctrl_c_writes_incomplete_result(tokenizer_dir, tmp_path):
     with SyntheticServer(ttft_s=0.001, token_interval_s=0.005) as srv:
-        cmd = [sys.executable, "-m", "infx", "bench", "--base-url", srv.base_url, "--model", "m", "--tokenizer", str(tokenizer_dir),
-               "-c", "2", "-n", "1000", "--input-len", "8", "--output-len", "50", "--no-progress", "--no-summary", "--out", str(tmp_path)]
+        cmd = [sys.executable, "-m", "infx", "bench", "--base-url", srv.base_url, "--model", "m",
+               "--tokenizer", str(tokenizer_dir), "-c", "2", "-n", "1000", "--input-len", "8", "--output-len", "50",
+               "--no-progress", "--no-summary", "--out", str(tmp_path)]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 60
@@ -202,8 +204,8 @@ def test_execute_drives_a_custom_request_source(tokenizer_dir):
     from infx.loadgen.source import ScheduledSource
     from infx.records import RequestSpec
 
-    specs = [RequestSpec(request_id=f"s-{i}", endpoint="chat", messages=[{"role": "user", "content": "hi"}], max_tokens=3,
-                         session_id="a", turn=i) for i in range(5)]
+    specs = [RequestSpec(request_id=f"s-{i}", endpoint="chat", messages=[{"role": "user", "content": "hi"}],
+                         max_tokens=3, session_id="a", turn=i) for i in range(5)]
     with SyntheticServer(ttft_s=0.001, token_interval_s=0.0005) as srv:
         run = execute(_cfg(srv.base_url, tokenizer_dir, concurrency=2), source=ScheduledSource(specs))
     assert run.result.metrics.issued == 5 and run.result.metrics.completed == 5

@@ -94,7 +94,7 @@ def test_open_loop_sends_on_schedule_and_records_cap_wait():
         src = ScheduledSource(_specs(4), offsets_s=offsets, start_ns=start)
         recs, _ = asyncio.run(_drive(srv.base_url, src, cap=2))
     recs.sort(key=lambda r: r.request_id)
-    for r, off in zip(recs, offsets):
+    for r, off in zip(recs, offsets, strict=True):
         assert r.intended_send_ns == start + int(off * 1e9)
         assert r.send_ns >= r.intended_send_ns
     # the first two go before anything ended (no cap wait); the next two each wait for a slot: the third
@@ -128,7 +128,8 @@ def test_source_deadline_and_on_complete_feedback():
         recs, _ = asyncio.run(_drive(srv.base_url, Chain(), cap=None))
         # a deadline stops an endless source
         deadline = time.monotonic_ns() + 200_000_000
-        endless = ScheduledSource((RequestSpec(request_id=f"e-{i}", prompt="x", max_tokens=1) for i in range(10**9)), deadline_ns=deadline)
+        endless = ScheduledSource((RequestSpec(request_id=f"e-{i}", prompt="x", max_tokens=1) for i in range(10**9)),
+                                  deadline_ns=deadline)
         recs2, _ = asyncio.run(_drive(srv.base_url, endless, cap=2))
     assert seen == ["s-0", "s-1", "s-2"]
     assert [r.turn for r in recs] == [0, 1, 2]
@@ -142,7 +143,8 @@ def test_cancel_turns_inflight_into_cancelled_records():
         records: list[RequestRecord] = []
         target = Target(base_url=url, model="m")
         async with make_session() as session:
-            task = asyncio.create_task(drive(ScheduledSource(_specs(10, max_tokens=1000)), session, target, max_concurrency=4, records=records))
+            task = asyncio.create_task(drive(ScheduledSource(_specs(10, max_tokens=1000)), session, target,
+                                             max_concurrency=4, records=records))
             await asyncio.sleep(0.2)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):

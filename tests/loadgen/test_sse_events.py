@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infx.loadgen.http import _events
+from infx.loadgen.sse import _events
 
 
 def _reference(body: bytes) -> list[bytes]:
@@ -20,7 +20,7 @@ def _reference(body: bytes) -> list[bytes]:
        st.lists(st.integers(0, 60), max_size=12))
 def test_any_cut_into_reads_yields_the_events_of_the_whole_body(body: bytes, cuts: list[int]) -> None:
     points = sorted({min(c, len(body)) for c in cuts} | {0, len(body)})
-    reads = [(i, body[a:b]) for i, (a, b) in enumerate(zip(points, points[1:]))]
+    reads = [(i, body[a:b]) for i, (a, b) in enumerate(zip(points, points[1:], strict=False))]
     assert [block for _, block in _events(reads)] == _reference(body)
 
 

@@ -13,7 +13,8 @@ from infx.loadgen.testserver import SyntheticServer
 
 @pytest.mark.parametrize(("path", "body", "label"), [
     ("/v1/completions", {"prompt": "a b c", "max_tokens": 3}, "text_completion"),
-    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}, "chat.completion.chunk"),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3},
+     "chat.completion.chunk"),
 ])
 def test_stream_chunks_carry_vllms_object_label(path: str, body: dict, label: str) -> None:
     with SyntheticServer(ttft_s=0.0, token_interval_s=0.0) as srv:

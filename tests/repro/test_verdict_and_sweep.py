@@ -11,7 +11,7 @@ from pathlib import Path
 
 from infx.repro.verdict import compare_point
 from infx.results.receipt import RECEIPT_FILE, read_receipt, verify_point_dir
-from infx.sweep.executors import LaunchGroup
+from infx.sweep.grouping import LaunchGroup
 from infx.sweep.layout import RunDir
 from infx.sweep.orchestrator import Orchestrator, SweepOptions
 from tests.repro.helpers import demo_point, point_dir

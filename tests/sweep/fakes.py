@@ -10,7 +10,8 @@ from pathlib import Path
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult, Metrics, Stat, Throughput
 from infx.results.layout import StartupSummary
-from infx.sweep.executors import LaunchFailed, LaunchGroup
+from infx.sweep.grouping import LaunchGroup
+from infx.sweep.interfaces import LaunchFailed
 
 
 def make_point(prefix: str = "tiny", tp: int = 1, conc: int = 1, **extra) -> Point:

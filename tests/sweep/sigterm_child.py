@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fakes import FakeMeasurer, FakeStarter, make_point
 
-from infx.sweep.cli import EXIT_INTERRUPTED, _sigterm_as_interrupt
+from infx.sweep.execution import EXIT_INTERRUPTED, sigterm_as_interrupt
 from infx.sweep.grouping import group_points
 from infx.sweep.layout import RunDir
 from infx.sweep.orchestrator import Orchestrator
@@ -39,7 +39,7 @@ class MarkingStarter(FakeStarter):
 
 
 def main() -> int:
-    _sigterm_as_interrupt()
+    sigterm_as_interrupt()
     rd = RunDir(Path(sys.argv[1]), "r")
     pts = [make_point("a", 1, c) for c in (1, 2, 4, 8)]
     try:

@@ -29,7 +29,9 @@ def test_demo_report_shows_illustrative_cpu_costs(tmp_path: Path, tiny_model_dir
     table = table[:table.index("</table>")]
     assert table.count("<tr><td><code>") == 5  # one row per measured point
     assert table.count("cpu <b>(illustrative)</b>") == 5
-    totals = [float(v.replace(",", "")) for v in re.findall(r"<td class=num>\$([0-9.,]+)<br><small>all GPUs \(1\)", table)]
+    totals = [float(v.replace(",", "")) for v in
+              re.findall(r"<td class=num>\$([0-9.,]+)<br><small>all GPUs \(1\)", table)]
     assert len(totals) == 5 and all(v > 0 for v in totals)  # priced: 0.10 $/h over measured tok/s, never a stand-in 0
     assert 'id="cost-0"' in page  # the cost frontier chart
-    assert table.count("not priced") == 0  # the cpu SKU is priced in the demo's tier (measured kW may be "not measured")
+    # the cpu SKU is priced in the demo's tier (measured kW may be "not measured")
+    assert table.count("not priced") == 0

@@ -195,7 +195,7 @@ def test_run_rejects_bad_trials(tmp_path):
 
 
 def test_trials_reach_the_load_generator_from_flag_or_catalog(tmp_path):
-    from infx.sweep.loadbridge import bench_config
+    from infx.sweep.point_load import bench_config
     from infx.sweep.profile import LoadProfile
 
     class Engine:

@@ -80,7 +80,8 @@ def _workspace(tmp_path: Path, model_dir: Path) -> Path:
     # the tiny model's card under the row's model-prefix, so the gate gives it a memory verdict
     card = (REPO / "infx/builtin/cards/models/tinyllama.yaml").read_text()
     (ws / "cards" / "models").mkdir(parents=True)
-    (ws / "cards" / "models" / "tinyscript.yaml").write_text(card.replace("model-prefix: tinyllama", "model-prefix: tinyscript"))
+    (ws / "cards" / "models" / "tinyscript.yaml").write_text(card.replace("model-prefix: tinyllama",
+                                                                          "model-prefix: tinyscript"))
     (ws / "infx.toml").write_text("")
     return ws
 
@@ -125,7 +126,8 @@ def test_scripted_row_plans_gates_and_runs_locally(tmp_path: Path, tiny_model_di
 
 
 @pytest.mark.timeout(900)
-def test_scripted_row_runs_on_local_slurm(tmp_path: Path, tiny_model_dir: Path, local_slurm: None) -> None:
+@pytest.mark.usefixtures("local_slurm")
+def test_scripted_row_runs_on_local_slurm(tmp_path: Path, tiny_model_dir: Path) -> None:
     ws = _workspace(tmp_path, tiny_model_dir)
     run = _infx(ws, "run", "--backend", "slurm", "--wait", "--wait-timeout", "780", "--max-parallel", "1",
                 "--config-keys", "tinyscript-*", "--results", str(tmp_path / "res"), "--run-id", "s2",

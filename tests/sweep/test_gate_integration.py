@@ -79,8 +79,8 @@ def test_memory_failure_skips_every_point_with_zero_launches(tmp_path: Path) -> 
 
 
 def test_run_dry_run_prints_the_reject_reason(tmp_path: Path) -> None:
-    master = _catalog(tmp_path, "- config-keys:\n    - tinyllama-todo\n  description:\n    - \"FIXME later\"\n"
-                                "  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/1\n")
+    _catalog(tmp_path, "- config-keys:\n    - tinyllama-todo\n  description:\n    - \"FIXME later\"\n"
+                       "  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/1\n")
     r = subprocess.run([sys.executable, "-m", "infx", "--workspace", str(tmp_path), "run", "--runner-config",
                         str(REPO / "configs/runners.yaml"), "--config-keys", "tinyllama*", "--results",
                         str(tmp_path / "res"), "--run-id", "dry", "--dry-run"], cwd=REPO, capture_output=True,

@@ -8,8 +8,7 @@ import pytest
 
 from infx.metrics.sections import ResultExtra
 from infx.sweep import events
-from infx.sweep.executors import LaunchGroup
-from infx.sweep.grouping import group_points
+from infx.sweep.grouping import LaunchGroup, group_points
 from infx.sweep.layout import RunDir
 from infx.sweep.orchestrator import Orchestrator, SweepOptions, decide
 

@@ -57,8 +57,8 @@ def test_single_engine_survives_a_lost_port_locally(tmp_path: Path, tiny_model_d
 
 
 @pytest.mark.timeout(1200)
-def test_single_engine_survives_a_lost_port_on_real_slurm(tmp_path: Path, tiny_model_dir: Path,
-                                                          local_slurm: None) -> None:
+@pytest.mark.usefixtures("local_slurm")
+def test_single_engine_survives_a_lost_port_on_real_slurm(tmp_path: Path, tiny_model_dir: Path) -> None:
     from infx.sweep import slurm
 
     with held_port() as port:  # sbatch exports the environment: the job's chooser hands out this port

@@ -16,7 +16,7 @@ from infx.engines import ports
 from infx.engines.disagg.model import Deployment, Role
 from infx.engines.launch import Launch
 from infx.matrix.point import Point
-from infx.sweep.executors import LaunchGroup
+from infx.sweep.grouping import LaunchGroup
 from infx.sweep.layout import RunDir
 from infx.sweep.local import LocalStarter
 from infx.sweep.orchestrator import Orchestrator, SweepOptions

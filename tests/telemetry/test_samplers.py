@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from infx.engine_page import EngineStateSample, parse_metrics
+from infx.engine_metrics import EngineStateSample, parse_metrics
 from infx.telemetry import rapl
 from infx.telemetry.energy import check_window, validate_power
 from infx.telemetry.engine_state import EngineStateScraper, summarise

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from infx.engine_page import EngineStateSample
+from infx.engine_metrics import EngineStateSample
 from infx.results.layout import ResultsDir
 from infx.results.store import Store
 from infx.telemetry.engine_state import ENGINE_STATE_FILE

@@ -31,16 +31,21 @@ from pathlib import Path
 
 from infx.engines.disagg.model import Deployment, Role
 from infx.engines.disagg.placement import PlacementError, RolePlacement, place
+from infx.engines.logfile import log_excerpt
 from infx.engines.ports import PortClaims, lost_port
-from infx.engines.server import _group_alive, http_ok, port_is_free, read_log, stop_group
+from infx.engines.server import _group_alive, http_ok, port_is_free, stop_group
+from infx.failures import Failure
 
 
-class RoleFailure(Exception):
+class RoleFailure(Failure):
     """A role that did not come up or died: ``kind`` is ``port-in-use``, ``exited``, ``killed`` or ``timeout``."""
 
     def __init__(self, role: str, kind: str, message: str, log_tail: str = ""):
-        self.role, self.kind, self.message, self.log_tail = role, kind, message, log_tail
-        super().__init__(f"role {role} {kind}: {message}")
+        self.role = role
+        super().__init__(kind, message, log_tail)
+
+    def __str__(self) -> str:
+        return f"role {self.role} {self.kind}: {self.message}"
 
 
 def in_slurm_job() -> bool:
@@ -105,7 +110,7 @@ class RoleProcess:
 
     def log_text(self) -> str:
         """This launch's log (an earlier launch's lines in the same file are not part of it)."""
-        return read_log(self.log_path, self.log_offset)
+        return log_excerpt(self.log_path, self.log_offset)
 
     def tail(self, lines: int = 30) -> str:
         return "".join(self.log_text().splitlines(True)[-lines:])

@@ -69,7 +69,8 @@ _WANTED_TYPES = tuple(f"# TYPE {n}" for n in _WANTED) + tuple(f"# TYPE {n.remove
 def wanted_lines(text: str) -> str:
     """Only the series (and their ``# TYPE`` lines) the sample needs: vLLM's page is mostly histogram
     buckets, and parsing all of it once a second costs more CPU than everything else telemetry does."""
-    return "".join(line + "\n" for line in text.splitlines() if line.startswith(_WANTED) or line.startswith(_WANTED_TYPES))
+    return "".join(line + "\n" for line in text.splitlines()
+                   if line.startswith(_WANTED) or line.startswith(_WANTED_TYPES))
 
 
 def parse_metrics(text: str, t: float) -> EngineStateSample:

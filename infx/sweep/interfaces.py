@@ -1,66 +1,35 @@
-"""The two jobs the orchestrator hands out, as small interfaces.
+"""The jobs the orchestrator hands out, as small interfaces.
 
 * :class:`EngineStarter` starts one engine for a launch group and returns a :class:`RunningEngine`.
 * :class:`PointMeasurer` runs one point's load (warmup, then measurement) against a running engine.
+* :class:`PointEvaluator` grades a point's accuracy on the running engine.
 
-The real implementations (:mod:`infx.sweep.local`) wrap the engines and load-generator stages; the unit
-tests plug in fakes, so grouping, resume and isolation are tested without a server.
+A launch that fails raises :class:`LaunchFailed`; a measurer reports :class:`LiveStats` while it runs.
+The real implementations (:mod:`infx.sweep.local`) wrap the engines, load-generator and evals stages;
+the unit tests plug in fakes, so grouping, resume and isolation are tested without a server.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from infx.failures import Failure
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.results.layout import StartupSummary
+from infx.sweep.grouping import LaunchGroup
 
 
-class LaunchFailed(Exception):
-    """The engine did not come up, or died. ``reason`` is a classified failure name
+class LaunchFailed(Failure):
+    """The group's engine did not come up, or died. ``kind`` is a classified failure name
     (``exited-at-start``, ``startup-timeout``, ``bad-argument``, ``oom-loading``, ``engine-died``...)."""
 
-    def __init__(self, reason: str, detail: str = "", log_tail: str = "", port_retries: list[Any] | None = None):
-        self.reason = reason
-        self.detail = detail
-        self.log_tail = log_tail
+    def __init__(self, kind: str, message: str = "", log_tail: str = "", port_retries: list[Any] | None = None):
         self.port_retries = list(port_retries or [])  # launches that lost their port before this failure
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-
-
-@dataclass
-class LaunchGroup:
-    """Points that share one engine launch (same launch fingerprint), in ascending concurrency."""
-
-    fingerprint: str
-    points: list[Point]
-    engine: str | None = None
-    image: str | None = None
-    argv: list[str] = field(default_factory=list)
-    launch: Any = None  # the engines stage's ``Launch`` (rendered with a placeholder port)
-
-    @property
-    def point_ids(self) -> list[str]:
-        return [p.point_id for p in self.points]
-
-    @property
-    def gpus(self) -> int:
-        """GPUs the launch needs (Slurm ``--gres=gpu:N``): 0 on CPU runners."""
-        return max((gpus_needed(p) for p in self.points), default=0)
-
-
-def gpus_needed(point: Point) -> int:
-    try:
-        from infx.engines.hardware import hardware_for_runner
-
-        if hardware_for_runner(point.runner).vendor == "cpu":
-            return 0
-    except Exception:
-        pass
-    return point.gpus_per_server
+        super().__init__(kind, message, log_tail)
 
 
 @dataclass
@@ -78,8 +47,11 @@ ProgressFn = Callable[[LiveStats], None]
 
 
 class RunningEngine(Protocol):
-    base_url: str
-    served_model_name: str
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def served_model_name(self) -> str: ...
 
     def wait_ready(self, timeout: float) -> StartupSummary:
         """Block until ready; raise :class:`LaunchFailed` (classified) on exit or time-out."""

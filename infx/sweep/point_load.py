@@ -13,7 +13,7 @@ from typing import Any
 
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
-from infx.sweep.executors import LiveStats, ProgressFn
+from infx.sweep.interfaces import LiveStats, ProgressFn
 from infx.sweep.profile import LoadProfile
 
 

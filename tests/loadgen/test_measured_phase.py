@@ -1,0 +1,50 @@
+"""The measured phase's one helper: the progress ticker and Ctrl-C, the same for a dataset shard and a
+custom request source."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+from infx.loadgen.drive import Counters
+from infx.loadgen.runner import _MeasuredPhase
+
+
+def test_the_ticker_runs_while_the_phase_is_open_and_once_more_at_its_end() -> None:
+    seen: list[int] = []
+    counters = Counters()
+
+    async def main() -> bool:
+        with _MeasuredPhase(counters, lambda c: seen.append(c.completed)) as phase:
+            async def work() -> None:
+                await asyncio.sleep(0.6)
+                counters.completed = 7
+
+            await phase.run(work())
+        return phase.interrupted
+
+    assert asyncio.run(main()) is False
+    assert len(seen) >= 3 and seen[0] == 0 and seen[-1] == 7  # ticks every 0.25 s, the last one after the work
+
+
+def test_ctrl_c_cancels_the_requests_marks_the_phase_and_releases_the_others() -> None:
+    aborted: list[bool] = []
+    cancelled: list[bool] = []
+
+    async def main() -> bool:
+        with _MeasuredPhase(Counters(), abort_sync=lambda: aborted.append(True)) as phase:
+            async def work() -> None:
+                try:
+                    await asyncio.sleep(30)
+                except asyncio.CancelledError:
+                    cancelled.append(True)
+                    raise
+
+            asyncio.get_running_loop().call_later(0.1, os.kill, os.getpid(), signal.SIGINT)
+            await phase.run(work())
+        return phase.interrupted
+
+    assert asyncio.run(main()) is True
+    assert cancelled == [True] and aborted == [True]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the loop's handler is gone again
