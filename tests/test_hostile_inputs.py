@@ -313,6 +313,7 @@ def test_a_locked_store_is_one_line_naming_it(tmp_path: Path, monkeypatch: pytes
     """Another writer holds infx.db: ingest waits its bound (here 0.3 s instead of 30 s, so the case
     stays inside the corpus' 5 s), then says so in one line naming the store, exit 2."""
     from infx.results import store as store_mod
+    from infx.results.store import backend
 
     root = _results(tmp_path)
     with store_mod.Store(root / "infx.db") as s:
@@ -320,7 +321,7 @@ def test_a_locked_store_is_one_line_naming_it(tmp_path: Path, monkeypatch: pytes
     holder = sqlite3.connect(root / "infx.db", isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")  # the other writer, mid-transaction
     try:
-        monkeypatch.setattr(store_mod, "LOCK_WAIT_S", 0.3)
+        monkeypatch.setattr(backend, "LOCK_WAIT_S", 0.3)
         r = CliRunner().invoke(app, ["ingest", str(root)])
     finally:
         holder.rollback()

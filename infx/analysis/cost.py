@@ -34,6 +34,7 @@ from infx.analysis.frontier import Direction, StepFrontier
 if TYPE_CHECKING:
     from infx.analysis.compare import ComparisonSet
     from infx.analysis.dataset import ArmSeries, Measured
+    from infx.results.store import Store
 
 Basis = Literal["all", "role"]
 TokenKind = Literal["total", "input", "output"]
@@ -285,30 +286,18 @@ def inputs_of_result(point_row: dict[str, object], result: object, gpus_per_node
                   prefill_gpus=pg if disagg else None, decode_gpus=dg if disagg else None, gpus_per_node=gpus_per_node)
 
 
-def measured_power(store: object, run_ids: Sequence[str] | None = None,
+def measured_power(store: Store, run_ids: Sequence[str] | None = None,
                    sku_kind: Callable[[str], str | None] | None = None) -> dict[tuple[str, str], tuple[float, str]]:
     """(run, point) -> (measured W, what was measured): GPU board power for GPU SKUs, CPU package power
     (RAPL) for the ``cpu`` SKU; only windows the telemetry stage judged valid."""
-    from infx.results.store import Store
-
-    assert isinstance(store, Store)
-    conn = store.conn
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='telemetry'").fetchone() is None:
-        return {}
-    sql = ("SELECT t.run_id, t.point_id, p.runner, t.power_valid, t.avg_total_gpu_power_w, t.cpu_energy_valid, "
-           "t.cpu_avg_power_w FROM telemetry t JOIN points p ON p.run_id = t.run_id AND p.point_id = t.point_id")
-    args: tuple[str, ...] = ()
-    if run_ids is not None:
-        sql += f" WHERE t.run_id IN ({', '.join('?' * len(run_ids))})"
-        args = tuple(run_ids)
     out: dict[tuple[str, str], tuple[float, str]] = {}
-    for run_id, point_id, runner, gpu_ok, gpu_w, cpu_ok, cpu_w in conn.execute(sql, args):
-        kind = sku_kind(runner) if sku_kind else None
+    for row in store.power(run_ids):
+        kind = sku_kind(row.runner) if sku_kind else None
         if kind == "cpu":
-            if cpu_ok and cpu_w:
-                out[(run_id, point_id)] = (float(cpu_w), "CPU package power (RAPL)")
-        elif gpu_ok and gpu_w:
-            out[(run_id, point_id)] = (float(gpu_w), "GPU board power")
+            if row.cpu_energy_valid and row.cpu_avg_power_w:
+                out[(row.run_id, row.point_id)] = (float(row.cpu_avg_power_w), "CPU package power (RAPL)")
+        elif row.power_valid and row.avg_total_gpu_power_w:
+            out[(row.run_id, row.point_id)] = (float(row.avg_total_gpu_power_w), "GPU board power")
     return out
 
 
@@ -397,7 +386,7 @@ def cost_view(measured: Sequence[Measured], model: CostModel, tier: str | None =
                     on_frontier=sorted(on), slo=slo, slo_note=note, measured_power_what=what)
 
 
-def load_cost_view(store: object, measured: Sequence[Measured], run_ids: Sequence[str] | None = None, *,
+def load_cost_view(store: Store, measured: Sequence[Measured], run_ids: Sequence[str] | None = None, *,
                    model: CostModel | None = None, tier: str | None = None,
                    capacity: Iterable[CapacityResult] | None = None) -> CostView:
     """The cost view of stored points: the workspace's table (or ``model``), measured power from the

@@ -25,6 +25,8 @@ from infx.metrics.cipack import CI_KEYS, unpack
 
 if TYPE_CHECKING:
     from infx.metrics.uncertainty import Estimate
+    from infx.results.store import Store
+    from infx.results.store.reads import MeasuredRow
 
 XMetric = Literal["interactivity", "interactivity_p90"]
 YMetric = Literal["total", "output", "energy"]  # energy: output tokens per joule (whole deployment)
@@ -125,6 +127,14 @@ class Measured:
     # the packed intervals (infx.metrics.cipack): method, df, bounds of output/total tok/s and
     # interactivity median/P90
     ci: bytes | None = None
+    # in a view of the latest curves (infx.analysis.view): the run that measured the point, when ``run_id`` names
+    # the snapshot it is drawn in instead
+    source_run: str | None = None
+
+    @property
+    def measured_in(self) -> str:
+        """The run that measured this point."""
+        return self.source_run or self.run_id
 
     def estimate(self, key: str) -> Estimate | None:
         """The interval of one headline figure (``output_tok_per_s``, ``total_tok_per_s``,
@@ -185,31 +195,13 @@ class Measured:
         return self.interactivity_median if metric == "interactivity" else self.interactivity_p90
 
 
-_TELEMETRY_JOIN = "LEFT JOIN telemetry t ON t.run_id = p.run_id AND t.point_id = p.point_id AND t.power_valid = 1"
-_QUERY = """
-SELECT p.run_id, p.point_id, p.model_prefix, p.precision, p.hardware, p.framework, p.scenario,
-       p.isl, p.osl, p.topology, COALESCE(p.spec_decoding, 'none'), COALESCE(p.kv_offloading, 'none'),
-       p.runner, p.image, p.conc, p.gpus_per_server, p.launch_fingerprint,
-       r.interactivity_median, r.interactivity_p90, r.output_tok_per_s, r.total_tok_per_s,
-       r.ttft_median, r.ttft_p90, r.ttft_p99, r.tpot_median, r.itl_median, r.itl_p90, r.itl_p99,
-       r.e2el_median, r.e2el_p90, r.success_rate, s.kv_cache_tokens, p.prefill_gpus, p.decode_gpus, p.disagg,
-       r.checks_json, t.joules_per_output_token, r.trials, r.ci
-FROM points p JOIN results r ON r.run_id = p.run_id AND r.point_id = p.point_id
-LEFT JOIN startup s ON s.run_id = p.run_id AND s.point_id = p.point_id
-LEFT JOIN telemetry t ON t.run_id = p.run_id AND t.point_id = p.point_id AND t.power_valid = 1
-WHERE p.state = 'done'
-"""
-
 GpusPerNode = Callable[[str, str], int | None]  # (run_id, runner) -> GPUs per node
 
 
-def gpus_per_node_resolver(store: object, *, override: int | None = None,
+def gpus_per_node_resolver(store: Store, *, override: int | None = None,
                            runners_path: str | Path | None = None) -> GpusPerNode:
     """GPUs per node for a (run, runner): ``override`` > the run manifest's snapshot >
     ``runners.yaml`` (``infx.catalog.load_runners``) > unknown (None: no per-node numbers)."""
-    from infx.results.store import Store
-
-    assert isinstance(store, Store)
     from_runners: dict[str, int] = {}
     if runners_path is not None:
         from infx.catalog import load_runners  # type: ignore[attr-defined]
@@ -233,50 +225,44 @@ def gpus_per_node_resolver(store: object, *, override: int | None = None,
     return resolve
 
 
-def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
+def load_measured(store: Store, run_ids: Sequence[str] | None = None, *,
                   gpus_per_node: GpusPerNode | None = None) -> list[Measured]:
     """Every measured point of the given runs (all runs when None)."""
-    from infx.results.store import Store
-
-    assert isinstance(store, Store)
-    sql, args = _QUERY, ()
-    if store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='telemetry'").fetchone() is None:
-        # a database from before the telemetry table (read-only: not migrated): no energy figures
-        sql = sql.replace("t.joules_per_output_token", "NULL").replace(_TELEMETRY_JOIN, "")
-    if "ci" not in {r[1] for r in store.conn.execute("PRAGMA table_info(results)")}:
-        # a database from before issue 21 (read-only: not migrated): one trial, no intervals
-        sql = sql.replace("r.trials, r.ci", "1, NULL")
-    if run_ids is not None:
-        sql += f" AND p.run_id IN ({', '.join('?' * len(run_ids))})"
-        args = tuple(run_ids)
-    sql += " ORDER BY p.run_id, p.topology, p.conc, p.point_id"
     resolve = gpus_per_node or gpus_per_node_resolver(store)
+    return measured_from_rows(store.measured(run_ids), resolve)
+
+
+def measured_from_rows(rows: Iterable[MeasuredRow], resolve: GpusPerNode,
+                       run_of: Callable[[MeasuredRow], str] | None = None) -> list[Measured]:
+    """:class:`Measured` points from the store's rows; ``run_of`` names the run a point is grouped under (a
+    view groups each curve under its snapshot)."""
     nodes: dict[tuple[str, str], int | None] = {}
     workloads: dict[tuple[object, ...], WorkloadKey] = {}
     arms: dict[tuple[str, str, str], ArmKey] = {}
     out: list[Measured] = []
-    for row in store.conn.execute(sql, args):
-        run_id, runner = row[0], row[12]
-        key = (run_id, runner)
+    for row in rows:
+        key = (row.run_id, row.runner)
         if key not in nodes:
-            nodes[key] = resolve(run_id, runner)
-        wk = row[2:9]
+            nodes[key] = resolve(row.run_id, row.runner)
+        wk = (row.model_prefix, row.precision, row.hardware, row.framework, row.scenario, row.isl, row.osl)
         workload = workloads.get(wk)
         if workload is None:
             workload = workloads[wk] = WorkloadKey(*wk)
-        ak = row[9:12]
+        ak = (row.topology, row.spec_decoding, row.kv_offloading)
         arm = arms.get(ak)
         if arm is None:
             arm = arms[ak] = ArmKey(*ak)
-        # the issue-21 columns (trials, packed intervals) follow the older ones
-        metrics = list(row[16:-7])
-        pg, dg = (row[-7], row[-6]) if row[-5] else (None, None)
-        buffered = streaming_warned(row[-4])
-        if buffered:
-            metrics[1] = metrics[2] = None  # interactivity median / P90: from a burst, not a stream
-        out.append(Measured(run_id, row[1], workload, arm, runner, row[13], row[14], row[15], nodes[key], *metrics,
-                            buffered_stream=buffered, prefill_gpus=pg, decode_gpus=dg,
-                            joules_per_output_token=row[-3], trials=row[-2] or 1, ci=row[-1]))
+        buffered = streaming_warned(row.checks_json)
+        x_median, x_p90 = (None, None) if buffered else (row.interactivity_median, row.interactivity_p90)
+        pg, dg = (row.prefill_gpus, row.decode_gpus) if row.disagg else (None, None)
+        run_id = run_of(row) if run_of is not None else row.run_id
+        out.append(Measured(
+            run_id, row.point_id, workload, arm, row.runner, row.image, row.conc, row.gpus_per_server, nodes[key],
+            row.launch_fingerprint, x_median, x_p90, row.output_tok_per_s, row.total_tok_per_s, row.ttft_median,
+            row.ttft_p90, row.ttft_p99, row.tpot_median, row.itl_median, row.itl_p90, row.itl_p99, row.e2el_median,
+            row.e2el_p90, row.success_rate, row.kv_cache_tokens, buffered_stream=buffered, prefill_gpus=pg,
+            decode_gpus=dg, joules_per_output_token=row.joules_per_output_token, trials=row.trials or 1, ci=row.ci,
+            source_run=None if run_id == row.run_id else row.run_id))
     return out
 
 

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from infx.diagnostics import Diagnostic, InfxError, exit_on_error
-from infx.results.cli import results_root
+from infx.results.cli import StoreOpt, results_root
 
 ResultsArg = Annotated[Path | None, typer.Argument(help="Results directory (default: the workspace's results/).")]
 RunOpt = Annotated[str | None, typer.Option("--run", help="Run id (default: the latest run).")]
@@ -18,6 +18,9 @@ BaselineOpt = Annotated[str | None, typer.Option("--baseline", help="Baseline ru
 GpnOpt = Annotated[int | None, typer.Option("--gpus-per-node", min=1,
                                                 help="GPUs per node for every runner (overrides the manifest).")]
 RunnersOpt = Annotated[Path | None, typer.Option("--runners", help="runners.yaml with gpus-per-node per runner.")]
+AsOfOpt = Annotated[str | None, typer.Option(
+    "--as-of", help="The latest curves as they stood at DATE (YYYY-MM-DD or ISO 8601, UTC) or when RUN finished: "
+                    "each curve from one run's snapshot (append-only runs chained under one image); 'latest': now.")]
 TierOpt = Annotated[str | None, typer.Option("--tier", help="Cost table price tier (default: the table's default "
                                                              "tier; the workspace's cost-model.yaml, else infx's).")]
 
@@ -48,14 +51,16 @@ def _parse_targets(text: str | None) -> list[float] | None:
     return out
 
 
-def _open_store(results: Path, *, quiet: bool = False):  # type: ignore[no-untyped-def]
-    """Ingest RESULTS (idempotent; cheap when nothing changed) and return the open store."""
+def _open_store(results: Path, *, quiet: bool = False, store_url: str | None = None):  # type: ignore[no-untyped-def]
+    """Ingest RESULTS (idempotent; cheap when nothing changed) into the store and return it open."""
     from infx.diagnostics import warn
     from infx.results.store import Store, locate_results, require_results
+    from infx.results.store.url import resolve
 
     root, runs = locate_results(results)
-    require_results(root, runs)
-    store = Store(root / "infx.db")
+    where = resolve(store_url, root)
+    require_results(root, runs, where)
+    store = Store(where)
     report = store.ingest_dir(root, runs)
     if runs is None:
         from infx.interop.ingest import restore_imports
@@ -102,8 +107,11 @@ def register(app: typer.Typer) -> None:
         tier: TierOpt = None,
         basis: Annotated[str, typer.Option("--basis", help="--metric cost: input/output tokens on all GPUs of the "
                                            "deployment (all) or on their role's GPUs (role).")] = "all",
+        as_of: AsOfOpt = None,
+        store: StoreOpt = None,
     ) -> None:
-        """Throughput ratio of two arms (or a run vs a baseline) at equal interactivity, read off step frontiers."""
+        """Throughput ratio of two arms (or a run vs a baseline) at equal interactivity, read off step frontiers.
+        With --as-of: the arms of the latest curves as of then, or --run R against them."""
         from infx.analysis.compare import compare_arms, compare_runs
         from infx.analysis.dataset import load_measured
         from infx.report.data import latest_run
@@ -118,28 +126,49 @@ def register(app: typer.Typer) -> None:
                                        path=("--margin",)))
         targets = _parse_targets(at)
         cost_model = _cost_model(tier) if metric == "cost" else None
-        store = _open_store(results_root(results), quiet=as_json)
+        st = _open_store(results_root(results), quiet=as_json, store_url=store)
         try:
-            run_id = run or latest_run(store)
-            known = store.run_ids()
+            view = None
+            if as_of is not None:
+                from infx.analysis.view import load_view
+
+                if run and baseline:
+                    raise InfxError(Diagnostic("--as-of compares the curves as of then with --run or --baseline, not "
+                                               "both", path=("--as-of",)))
+                view = load_view(st, as_of, gpus_per_node=_resolver(st, gpus_per_node, runners))
+                if run:
+                    baseline = view.view_id
+                else:
+                    run = view.view_id
+            run_id = run or latest_run(st)
+            known = st.run_ids()
+            in_view = {view.view_id} if view is not None else set()
             for r in (run_id, baseline):
-                if r is not None and r not in known:
+                if r is not None and r not in known and r not in in_view:
                     raise InfxError(Diagnostic(f"run {r!r} not found (runs: {', '.join(known) or 'none'})"))
-            measured = load_measured(store, [run_id] + ([baseline] if baseline else []),
-                                     gpus_per_node=_resolver(store, gpus_per_node, runners))
+            stored = [r for r in [run_id] + ([baseline] if baseline else []) if r not in in_view]
+            measured = load_measured(st, stored, gpus_per_node=_resolver(st, gpus_per_node, runners)) if stored else []
+            if view is not None:
+                measured += view.measured
             published = None
-            if baseline and store.origin(baseline) == "imported":  # published InferenceX results: its PR table too
+            if baseline and baseline not in in_view and st.origin(baseline) == "imported":  # its PR table too
                 from infx.interop.prtable import pr_comparison
                 from infx.results.store import locate_results
 
-                published = pr_comparison(store, locate_results(results_root(results))[0], run_id, baseline)
+                published = pr_comparison(st, locate_results(results_root(results))[0], run_id, baseline)
             from infx.analysis.evals import compare_arm_accuracy, load_evals
 
-            evals = load_evals(store, [run_id] + ([baseline] if baseline else []))
-            accuracy = compare_arm_accuracy(store, evals, run_id, arm if baseline else arm_a,
-                                            None if baseline else arm_b, baseline)
+            accuracy = []
+            if run_id not in in_view and (baseline is None or baseline not in in_view):
+                evals = load_evals(st, stored)
+                accuracy = compare_arm_accuracy(st, evals, run_id, arm if baseline else arm_a,
+                                                None if baseline else arm_b, baseline)
+            if view is not None and not as_json:
+                typer.echo(f"{view.view_id}: {view.describe()}")
+                for note in view.notes:
+                    typer.echo(f"  note: {note}")
         finally:
-            store.close()
+            st.close()
         if cost_model is not None:  # read-time pricing (infx.analysis.cost): tokens per $ at equal interactivity
             from infx.analysis.cost import compare_cost
 
@@ -205,15 +234,18 @@ def register(app: typer.Typer) -> None:
         gpus_per_node: GpnOpt = None,
         runners: RunnersOpt = None,
         tier: TierOpt = None,
+        as_of: AsOfOpt = None,
+        store: StoreOpt = None,
     ) -> None:
-        """Write one self-contained HTML report (plotly inlined; opens offline)."""
+        """Write one self-contained HTML report (plotly inlined; opens offline). With --as-of: the report of the
+        latest curves as of then (or of --run against them)."""
         from infx.outpaths import check_output_file
         from infx.report.build import write_report
 
         check_output_file(output, "-o")
         for path in write_report(results_root(results), output, run_id=run, baseline=baseline, png=png,
                                  gpus_per_node=gpus_per_node, runners=runners, cost_model=_cost_model(tier),
-                                 cost_tier=tier):
+                                 cost_tier=tier, as_of=as_of, store=store):
             typer.echo(f"wrote {path}")
 
     @app.command("serve")
@@ -223,14 +255,16 @@ def register(app: typer.Typer) -> None:
         port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0: any free port).")] = 8787,
         host: Annotated[str, typer.Option("--host", help="Address to bind (default loopback only).")] = "127.0.0.1",
         gpus_per_node: GpnOpt = None,
+        store: StoreOpt = None,
     ) -> None:
-        """Read-only dashboard: lists runs, renders each run's report, overlays a run on a baseline."""
+        """Read-only dashboard: lists runs, renders each run's report, overlays a run on a baseline; /latest (and
+        /latest?as_of=DATE|RUN) and /api/frontiers?as_of=... show the latest curves."""
         from infx.report.server import serve as run_server
 
         results = results_root(results)
         if not results.is_dir():
             raise InfxError(Diagnostic(f"{results}: not a directory"))
-        run_server(results, host=host, port=port, gpus_per_node=gpus_per_node)
+        run_server(results, host=host, port=port, gpus_per_node=gpus_per_node, store=store)
 
 
 def _print_comparisons(cs) -> None:  # type: ignore[no-untyped-def]
