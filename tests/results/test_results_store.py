@@ -230,7 +230,7 @@ def test_writers_opening_a_fresh_database_together_all_succeed(tmp_path: Path) -
 
 
 def test_a_database_locked_past_the_wait_is_a_clear_error(tmp_path: Path) -> None:
-    from infx.results.sqlite_open import open_for_writing
+    from infx.results.store.sqlite_open import open_for_writing
 
     path = tmp_path / "held.db"
     holder = sqlite3.connect(path, isolation_level=None)

@@ -6,7 +6,7 @@ between stores, threads or processes). Transactions are explicit and short:
 
 * :meth:`Backend.write` is one write transaction: on SQLite ``BEGIN IMMEDIATE`` (the write lock is taken before
   anything is read, so what a writer reads cannot change under it; waits are bounded by ``LOCK_WAIT_S`` through
-  the busy handler, and the first open of a fresh database is retried in :mod:`infx.results.sqlite_open`); on
+  the busy handler, and the first open of a fresh database is retried in :mod:`infx.results.store.sqlite_open`); on
   PostgreSQL a plain transaction with ``lock_timeout`` = ``LOCK_WAIT_S`` (writers lock the points they write,
   row by row, in key order: see :mod:`infx.results.store.writes`).
 * :meth:`Backend.read` is a read transaction (one consistent snapshot per read method).
@@ -28,7 +28,7 @@ from sqlalchemy import event
 from sqlalchemy.pool import NullPool
 
 from infx.diagnostics import Diagnostic, InfxError
-from infx.results.sqlite_open import open_for_writing
+from infx.results.store.sqlite_open import open_for_writing
 from infx.results.store.url import StoreUrl, scrub
 
 LOCK_WAIT_S = 30.0  # how long any lock wait may take (SQLite's busy handler, PostgreSQL's lock_timeout)
@@ -53,7 +53,9 @@ def store_error(url: StoreUrl | str | Path, exc: BaseException) -> InfxError:
     store = url if isinstance(url, StoreUrl) else None
     name = url.display if isinstance(url, StoreUrl) else str(url)
     orig = getattr(exc, "orig", None) or exc  # SQLAlchemy wraps the driver's exception
-    msg = " ".join(str(orig).split()) or type(orig).__name__
+    diag = getattr(orig, "diag", None)  # psycopg: the server's primary message, without the statement it quotes
+    primary = getattr(diag, "message_primary", None) if diag is not None else None
+    msg = " ".join(str(primary or orig).split()) or type(orig).__name__
     msg = scrub(msg, store)
     low = msg.lower()
     hint = ""
