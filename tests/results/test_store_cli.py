@@ -193,3 +193,33 @@ def test_a_malformed_store_url_is_one_line() -> None:
     code, _, err = cli("store", "migrate", "--store", "mysql://u:pw@h/db")
     line = one_line(err)
     assert code == 2 and "unsupported store URL scheme" in line and "pw" not in line.split("scheme")[1]
+
+
+def test_status_lists_the_quarantine(seed_results: ResultsDir) -> None:
+    path = seed_results.file("pr-1234", "dsv41flash_tp4_conc16_kvnone_spec-mtp", "status.json")
+    path.write_text("{not json")
+    assert cli("ingest", str(seed_results.root))[0] == 0
+    code, out, err = cli("status", str(seed_results.root))
+    assert code == 0, err
+    assert "quarantined by ingest: 1 row(s)" in out and "[unreadable]" in out
+    code, out, _ = cli("status", str(seed_results.root / "pr-1234"), "--json")
+    (run,) = json.loads(out)
+    assert [e["rule"] for e in run["quarantine"]] == ["unreadable"]
+
+
+def test_an_append_only_run_is_recorded_in_its_manifest(tmp_path: Path) -> None:
+    """``infx run --append-only``: the run's manifest carries the flag the store chains on; resuming keeps it."""
+    from infx.sweep.driver import RunRequest, prepare, start_invocation
+
+    repo = Path(__file__).resolve().parents[2]
+    req = RunRequest(config_files=[str(repo / "configs" / "cpu-master.yaml")],
+                     runner_config=str(repo / "configs" / "runners.yaml"), config_keys=["tinyllama-bf16-cpu-vllm"],
+                     results=str(tmp_path), run_id="more", workspace=str(repo), append_only=True)
+    prep = prepare(req)
+    start_invocation(prep)
+    assert prep.run_dir.read_manifest().append_only is True
+    start_invocation(prepare(req.model_copy(update={"append_only": False})))  # resumed without the flag
+    assert prep.run_dir.read_manifest().append_only is True
+    plain = prepare(req.model_copy(update={"run_id": "full", "append_only": False}))
+    start_invocation(plain)
+    assert plain.run_dir.read_manifest().append_only is False
