@@ -146,6 +146,8 @@ def _pg_engine(url: StoreUrl, readonly: bool, wait: float) -> sa.Engine:
     options = f"-c lock_timeout={int(wait * 1000)}"
     if readonly:
         options += " -c default_transaction_read_only=on"
+    # prepare_threshold None: every statement is planned with the table as it is now; psycopg's server-side
+    # prepared statements would keep a plan made while a store was empty (a scan) for the whole ingest
     return sa.create_engine(url.sqlalchemy_url, poolclass=NullPool,
                             connect_args={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "infx",
-                                          "options": options})
+                                          "options": options, "prepare_threshold": None})

@@ -72,7 +72,7 @@ points = sa.Table(
     sa.Column("scope", Text),
     sa.Index("points_identity", "model_prefix", "hardware", "framework", "precision", "scenario", "isl", "osl"),
     sa.Index("points_state", "run_id", "state"),
-    sa.Index("points_scope", "scope", "run_id"),
+    # no index on scope: the snapshot reads group every point by scope (a scan), and each index costs ingest
 )
 
 results = sa.Table(

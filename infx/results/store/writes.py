@@ -85,40 +85,43 @@ class RowBatch:
 
     # building -------------------------------------------------------------------------------------
     def add(self, b: PointBundle) -> None:
-        """Add one bundle's rows, or reject it whole when they cannot be built."""
+        """Add one bundle's rows, or reject it whole when they cannot be built (nothing of it is added)."""
         key = (b.run_id, b.point.point_id)
-        marks = {name: len(rows) for name, rows in self.rows.items()}
         try:
-            self._add(b)
+            built = self._build(b)
         except (AttributeError, TypeError, ValueError, KeyError, OverflowError) as exc:
-            for name, mark in marks.items():
-                del self.rows[name][mark:]
             self.rejected.append((key, f"cannot be stored: {type(exc).__name__}: {exc}"))
             return
+        rows = self.rows
+        for name, new in built:
+            if new:
+                rows[name].extend(new)
         self.digests[key] = b.digest
 
     def _json_map(self, d: dict[str, Any]) -> str:
         if not d:
             return "{}"
-        key = ("map", *d.items())
+        key = tuple(d.items())
         text = self._json.get(key)
         if text is None:
             text = self._json[key] = json.dumps(d)
         return text
 
     def _json_checks(self, r: BenchResult) -> str:
-        if not r.checks:
+        checks = r.checks
+        if not checks:
             return "[]"
-        key = ("checks", *((c.name, c.status, c.detail) for c in r.checks))
+        key = ("checks", *[(c.name, c.status, c.detail) for c in checks])
         text = self._json.get(key)
         if text is None:
-            text = self._json[key] = json.dumps([c.model_dump() for c in r.checks])
+            text = self._json[key] = json.dumps([c.model_dump() for c in checks])
         return text
 
-    def _add(self, b: PointBundle) -> None:
+    def _build(self, b: PointBundle) -> list[tuple[str, list[Row]]]:
         p, s, r = b.point, b.status, b.result
-        key = (b.run_id, p.point_id)
-        if p.multinode:
+        run_id, point_id = b.run_id, p.point_id
+        multinode = p.multinode
+        if multinode:
             topo = topology_label(p)
         else:
             tkey = (p.tp, p.pp, p.ep, p.dp_attn, p.pcp_size, p.dcp_size)
@@ -130,48 +133,50 @@ class RowBatch:
         recipe = b.recipe or recipe_fingerprint(json.loads(b.point_json)["point"])
         scope = scope_key(p.model, hardware, p.framework, p.precision, p.scenario_type, p.isl, p.osl,
                           p.spec_decoding, disagg, recipe)
-        rows = self.rows
-        rows["points"].append((
-            b.run_id, p.point_id, b.digest, p.model, p.model_prefix, hardware, p.runner,
+        out: list[tuple[str, list[Row]]] = [("points", [(
+            run_id, point_id, b.digest, p.model, p.model_prefix, hardware, p.runner,
             p.framework, p.precision, topo, p.tp, p.pp, p.ep, int(p.dp_attn), p.dcp_size, p.pcp_size,
-            int(p.multinode), p.gpus_per_server, point_conc(p, r), p.scenario_type, p.isl, p.osl,
+            int(multinode), p.gpus_per_server, point_conc(p, r), p.scenario_type, p.isl, p.osl,
             p.spec_decoding, p.kv_offloading, p.image, b.launch_fingerprint, s.state, b.point_json,
-            prefill, decode, disagg, recipe, scope))
+            prefill, decode, disagg, recipe, scope)])]
         if r is not None:
             m, t = r.metrics, r.metrics.throughput
-            rows["results"].append((
-                *key, int(r.complete), r.started_at, r.ended_at, t.duration_s,
+            ttft, tpot, itl, e2el = m.ttft_ms, m.tpot_ms, m.itl_ms, m.e2el_ms
+            out.append(("results", [(
+                run_id, point_id, int(r.complete), r.started_at, r.ended_at, t.duration_s,
                 m.issued, m.completed, m.failed, m.success_rate,
                 t.request_per_s, t.output_tok_per_s, t.input_tok_per_s, t.total_tok_per_s,
                 m.interactivity_median, m.interactivity_p90,
-                m.ttft_ms.median, m.ttft_ms.p90, m.ttft_ms.p99,
-                m.tpot_ms.median, m.tpot_ms.p90, m.tpot_ms.p99,
-                m.itl_ms.median, m.itl_ms.p90, m.itl_ms.p99,
-                m.e2el_ms.median, m.e2el_ms.p90, m.e2el_ms.p99,
+                ttft.median, ttft.p90, ttft.p99, tpot.median, tpot.p90, tpot.p99,
+                itl.median, itl.p90, itl.p99, e2el.median, e2el.p90, e2el.p99,
                 self._json_map(m.error_classes),
-                self._json_checks(r), self._json_map(r.versions), max(1, len(r.trials)), pack_ci(r)))
-            trial_rows = rows["trials"]
-            for tr in r.trials:
-                tm, tt = tr.metrics, tr.metrics.throughput
-                trial_rows.append((
-                    *key, tr.trial, tr.started_at, tr.ended_at, int(tr.warmup), tt.duration_s,
-                    tm.issued, tm.completed, tm.failed, tt.request_per_s, tt.output_tok_per_s, tt.total_tok_per_s,
-                    tm.interactivity_median, tm.interactivity_p90, tm.ttft_ms.median, tm.ttft_ms.p90,
-                    tm.ttft_ms.p99, tm.tpot_ms.median, tm.tpot_ms.p90, tm.itl_ms.median, tm.e2el_ms.median,
-                    tm.e2el_ms.p90))
-            trow = telemetry_row(b.run_id, p.point_id, r.extra)
-            if trow is not None:
-                rows["telemetry"].append(trow)
+                self._json_checks(r), self._json_map(r.versions), max(1, len(r.trials)), pack_ci(r))]))
+            if r.trials:
+                out.append(("trials", [self._trial_row(run_id, point_id, tr) for tr in r.trials]))
+            if r.extra:
+                trow = telemetry_row(run_id, point_id, r.extra)
+                if trow is not None:
+                    out.append(("telemetry", [trow]))
         if s.startup is not None:
             su = s.startup
-            rows["startup"].append((*key, su.kv_cache_tokens, su.kv_cache_gib, su.max_concurrency,
-                                    su.model_load_gib, su.startup_s, su.engine_version, su.model_dump_json()))
+            out.append(("startup", [(run_id, point_id, su.kv_cache_tokens, su.kv_cache_gib, su.max_concurrency,
+                                     su.model_load_gib, su.startup_s, su.engine_version, su.model_dump_json())]))
         if s.state != "done":
-            rows["failures"].append((*key, s.state, s.failure_class, s.reason, s.log_tail))
+            out.append(("failures", [(run_id, point_id, s.state, s.failure_class, s.reason, s.log_tail)]))
         if b.evaluation is not None:
-            row, answers = eval_rows(b.run_id, p.point_id, b.evaluation)
-            rows["evals"].append(row)
-            rows["eval_answers"].extend(answers)
+            row, answers = eval_rows(run_id, point_id, b.evaluation)
+            out.append(("evals", [row]))
+            out.append(("eval_answers", answers))
+        return out
+
+    @staticmethod
+    def _trial_row(run_id: str, point_id: str, tr: Any) -> Row:
+        tm, tt = tr.metrics, tr.metrics.throughput
+        return (run_id, point_id, tr.trial, tr.started_at, tr.ended_at, int(tr.warmup), tt.duration_s,
+                tm.issued, tm.completed, tm.failed, tt.request_per_s, tt.output_tok_per_s, tt.total_tok_per_s,
+                tm.interactivity_median, tm.interactivity_p90, tm.ttft_ms.median, tm.ttft_ms.p90,
+                tm.ttft_ms.p99, tm.tpot_ms.median, tm.tpot_ms.p90, tm.itl_ms.median, tm.e2el_ms.median,
+                tm.e2el_ms.p90)
 
     # the slow path ----------------------------------------------------------------------------------
     def drop(self, keys: set[Key]) -> None:
@@ -259,9 +264,27 @@ def _sqlite_insert(table: str, cols: tuple[str, ...]) -> str:
 
 
 @lru_cache(maxsize=64)
-def _pg_copy(table: str, cols: tuple[str, ...]) -> str:
+def _pg_copy(table: str, cols: tuple[str, ...]) -> tuple[str, list[str]]:
+    """``COPY ... FROM STDIN (FORMAT BINARY)`` of ``cols`` and their PostgreSQL types (binary: no float is turned
+    into text and back; a value of the wrong type is refused by the driver, and the slow path coerces it)."""
     q = postgresql.dialect().identifier_preparer
-    return f"COPY {q.quote(table)} ({', '.join(q.quote(c) for c in cols)}) FROM STDIN"
+    types = {c.name: c.type for c in schema.metadata.tables.get(table, schema.points).columns}
+    names = {sa.BigInteger: "int8", sa.Integer: "int4", sa.Double: "float8", sa.LargeBinary: "bytea", sa.Text: "text"}
+    pg = [next(n for t, n in names.items() if isinstance(types[c], t)) for c in cols]
+    return f"COPY {q.quote(table)} ({', '.join(q.quote(c) for c in cols)}) FROM STDIN (FORMAT BINARY)", pg
+
+
+def copy_rows(cur: Any, table: str, cols: tuple[str, ...], rows: Iterable[Row], *, into: str | None = None) -> None:
+    """Binary ``COPY`` of ``rows`` (columns ``cols`` of ``table``) on a psycopg cursor, into ``table`` (or a copy
+    of it named ``into``)."""
+    sql, types = _pg_copy(table, cols)
+    if into is not None:
+        q = postgresql.dialect().identifier_preparer
+        sql = sql.replace(f"COPY {q.quote(table)} ", f"COPY {q.quote(into)} ", 1)
+    with cur.copy(sql) as cp:
+        cp.set_types(types)
+        for r in rows:
+            cp.write_row(r)
 
 
 def _stage() -> sa.Table:
@@ -300,16 +323,25 @@ class Outcome:
     rejected: list[tuple[Key, str]] = field(default_factory=list)
 
 
+_DIGESTS = (sa.select(schema.points.c.point_id, schema.points.c.digest)
+            .where(schema.points.c.run_id == sa.bindparam("run"),
+                   schema.points.c.point_id.in_(sa.bindparam("ids", expanding=True))))
+_PG_DIGESTS = (sa.select(schema.points.c.point_id, schema.points.c.digest)  # one array parameter, not 400 binds
+               .where(schema.points.c.run_id == sa.bindparam("run"),
+                      schema.points.c.point_id == sa.any_(sa.bindparam("ids", type_=postgresql.ARRAY(sa.Text)))))
+
+
 def stored_digests(conn: sa.Connection, keys: Iterable[Key]) -> dict[Key, str]:
+    """(run, point) -> the digest stored for it, for the keys the store has."""
     by_run: dict[str, list[str]] = {}
     for run_id, point_id in keys:
         by_run.setdefault(run_id, []).append(point_id)
-    p = schema.points
     found: dict[Key, str] = {}
+    pg = conn.dialect.name == "postgresql"
+    stmt, chunk = (_PG_DIGESTS, 5000) if pg else (_DIGESTS, _CHUNK)
     for run_id, ids in by_run.items():
-        for i in range(0, len(ids), _CHUNK):
-            q = sa.select(p.c.point_id, p.c.digest).where(p.c.run_id == run_id, p.c.point_id.in_(ids[i:i + _CHUNK]))
-            for pid, digest in conn.execute(q):
+        for i in range(0, len(ids), chunk):
+            for pid, digest in conn.execute(stmt, {"run": run_id, "ids": ids[i:i + chunk]}):
                 found[(run_id, pid)] = digest
     return found
 
@@ -434,9 +466,7 @@ def _pg_put(conn: sa.Connection, raw: Any, rows: RowBatch, columns: Columns) -> 
     cols, point_rows = shaped
     conn.execute(sa.schema.CreateTable(STAGE, if_not_exists=True))
     with raw.cursor() as cur:
-        with cur.copy(_pg_copy(STAGE.name, cols)) as cp:
-            for r in point_rows:
-                cp.write_row(r)
+        copy_rows(cur, STAGE.name, cols, point_rows)
     returned = conn.execute(_pg_upsert(cols)).all()
     written = {(r, p) for r, p, _ in returned}
     replaced = sorted((r, p) for r, p, inserted in returned if not inserted)
@@ -447,11 +477,8 @@ def _pg_put(conn: sa.Connection, raw: Any, rows: RowBatch, columns: Columns) -> 
             if name == "points":
                 continue
             shaped = _projected(name, [r for r in table_rows if (r[0], r[1]) in written], columns)
-            if shaped is None or not shaped[1]:
-                continue
-            with cur.copy(_pg_copy(name, shaped[0])) as cp:
-                for r in shaped[1]:
-                    cp.write_row(r)
+            if shaped is not None and shaped[1]:
+                copy_rows(cur, name, *shaped)
     return len(written)
 
 

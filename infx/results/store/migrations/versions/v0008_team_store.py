@@ -25,7 +25,6 @@ def upgrade() -> None:
     op.add_column("runs", flag("append_only", default="0"))
     op.add_column("points", T("recipe_fingerprint"))
     op.add_column("points", T("scope"))
-    op.create_index("points_scope", "points", ["scope", "run_id"])
     op.add_column("imported_agg", I("seq", null=False, default="0"))
     op.create_table("quarantine", T("source", pk=True), T("rule", pk=True), T("run_id"), T("point_id"), T("digest"),
                     T("reason", null=False), I("line"), F("first_seen", null=False), F("last_seen", null=False),
@@ -60,7 +59,6 @@ def _backfill_scopes(bind: sa.Connection) -> None:
 def downgrade() -> None:
     op.drop_index("quarantine_point", "quarantine")
     op.drop_table("quarantine")
-    op.drop_index("points_scope", "points")
     with op.batch_alter_table("imported_agg") as batch:
         batch.drop_column("seq")
     with op.batch_alter_table("points") as batch:
