@@ -39,6 +39,30 @@ Y_COLUMNS: dict[str, str] = {"total": "total_tok_per_s", "output": "output_tok_p
 NORM_UNITS: dict[str, str] = {"gpu": "per GPU", "node": "per node", "server": "per server"}
 
 
+_X_METRICS: dict[str, XMetric] = {"interactivity": "interactivity", "interactivity_p90": "interactivity_p90"}
+_Y_METRICS: dict[str, YMetric] = {"total": "total", "output": "output", "energy": "energy"}
+_NORMS: dict[str, Normalisation] = {"gpu": "gpu", "node": "node", "server": "server"}
+
+
+def x_metric_of(value: str) -> XMetric:
+    """``value`` as an x metric (the commands check their options first: a bad one here is a bug)."""
+    if value not in _X_METRICS:
+        raise ValueError(f"x metric: expected one of {', '.join(_X_METRICS)}, got {value!r}")
+    return _X_METRICS[value]
+
+
+def y_metric_of(value: str) -> YMetric:
+    if value not in _Y_METRICS:
+        raise ValueError(f"y metric: expected one of {', '.join(_Y_METRICS)}, got {value!r}")
+    return _Y_METRICS[value]
+
+
+def norm_of(value: str) -> Normalisation:
+    if value not in _NORMS:
+        raise ValueError(f"normalisation: expected one of {', '.join(_NORMS)}, got {value!r}")
+    return _NORMS[value]
+
+
 def y_axis(metric: YMetric, norm: Normalisation) -> Axis:
     if metric == "energy":  # whole-deployment energy: no per-GPU/per-node normalisation applies
         return Axis("output_tok_per_j", "Output tokens per joule", "tok/J", Direction.MAX)
@@ -163,9 +187,11 @@ class Measured:
         lo, hi = mean * rlo, mean * rhi
         from infx.metrics.uncertainty import CONFIDENCE, Estimate, t_critical
 
+        kind: Literal["trials", "within-run"] = "trials" if method == "trials" else "within-run"
+
         # the standard error behind the interval: half-width / t (trials) or / z (within-run bootstrap)
         se = (hi - lo) / 2 / t_critical(df if df else math.inf, CONFIDENCE)
-        return Estimate(mean=mean, lo=lo, hi=hi, n=self.trials, method=method, se=se, df=df)  # type: ignore[arg-type]
+        return Estimate(mean=mean, lo=lo, hi=hi, n=self.trials, method=kind, se=se, df=df)
 
     @property
     def output_tok_per_j(self) -> float | None:
@@ -204,7 +230,7 @@ def gpus_per_node_resolver(store: Store, *, override: int | None = None,
     ``runners.yaml`` (``infx.catalog.load_runners``) > unknown (None: no per-node numbers)."""
     from_runners: dict[str, int] = {}
     if runners_path is not None:
-        from infx.catalog import load_runners  # type: ignore[attr-defined]
+        from infx.catalog import load_runners
 
         rc = load_runners(runners_path)
         from_runners = {label: facts.gpus_per_node for label, facts in rc.hardware.items()
@@ -373,7 +399,7 @@ class ArmSeries:
         """conc -> (y, relative se, df, trials) of the arm's points (first point of each conc)."""
         rel, df, tr = self.errors()
         out: dict[int, tuple[float, float, float, float]] = {}
-        for i, (m, y) in enumerate(zip(self.points, self.ys.tolist())):
+        for i, (m, y) in enumerate(zip(self.points, self.ys.tolist(), strict=True)):
             if not math.isnan(y):
                 out.setdefault(m.conc, (y, float(rel[i]), float(df[i]), float(tr[i])))
         return out

@@ -21,6 +21,7 @@ from infx.analysis.dataset import ArmKey, GpusPerNode, Measured, gpus_per_node_r
 from infx.diagnostics import Diagnostic, InfxError
 
 if TYPE_CHECKING:
+    from infx.analysis.pernode import Normalisation
     from infx.results.store import Store
     from infx.results.store.snapshots import AsOf, Snapshot
 
@@ -94,18 +95,18 @@ class Curve(BaseModel):
     points: list[CurvePoint]
 
 
-def curves(data: ViewData, *, norm: str = "gpu") -> list[Curve]:
+def curves(data: ViewData, *, norm: Normalisation = "gpu") -> list[Curve]:
     """Every curve of the view with its points and frontier membership (``/api/frontiers``)."""
     from infx.analysis.dataset import frontier_membership
 
     measured = data.measured
     if norm == "node" and any(m.gpus_per_node is None for m in measured):
         norm = "gpu"
-    mask = frontier_membership(measured, norm=norm)  # type: ignore[arg-type]
+    mask = frontier_membership(measured, norm=norm)
     scope_of = data.scope_of
     snap = {s.scope: s for s in data.snapshots}
     groups: dict[str, list[tuple[Measured, bool]]] = defaultdict(list)
-    for m, on in zip(measured, mask.tolist()):
+    for m, on in zip(measured, mask.tolist(), strict=True):
         groups[scope_of[(m.measured_in, m.point_id)]].append((m, bool(on)))
     out = []
     for scope, members in sorted(groups.items()):
@@ -113,6 +114,6 @@ def curves(data: ViewData, *, norm: str = "gpu") -> list[Curve]:
         out.append(Curve(scope=scope, workload=first.workload.label, arm=first.arm.label, runs=list(snap[scope].runs),
                          note=snap[scope].note,
                          points=[CurvePoint(run_id=m.measured_in, point_id=m.point_id, conc=m.conc,
-                                            x=m.x("interactivity"), y=m.throughput("total", norm),  # type: ignore[arg-type]
+                                            x=m.x("interactivity"), y=m.throughput("total", norm),
                                             on_frontier=on) for m, on in sorted(members, key=lambda p: p[0].conc)]))
     return out

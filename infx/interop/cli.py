@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from infx.diagnostics import Diagnostic, InfxError, exit_on_error
 from infx.results.cli import StoreOpt
+
+if TYPE_CHECKING:
+    from infx.results.store import Store
 
 
 def _ingest(paths: list[Path], results: Path, name: str | None, skip_bad: bool, store: str | None
@@ -20,10 +23,10 @@ def _ingest(paths: list[Path], results: Path, name: str | None, skip_bad: bool, 
     return rep.problems, rep.summary()
 
 
-def _restore(store: object, root: Path) -> None:
+def _restore(store: Store, root: Path) -> None:
     from infx.interop.ingest import restore_imports
 
-    for name in restore_imports(store, root):  # type: ignore[arg-type]
+    for name in restore_imports(store, root):
         typer.echo(f"restored imported run {name}")
 
 

@@ -33,8 +33,8 @@ from infx.matrix.point import Point
 from infx.results.layout import MANIFEST, RunManifest, _json_diags, check_name
 from infx.results.store import Store, hardware_of, role_gpus_of, topology_label
 from infx.results.store.quarantine import entries as quarantine_entries
-from infx.results.store.url import resolve as resolve_store
 from infx.results.store.rows import ImportedAggRow, ImportedRows, PointRow, ResultRow
+from infx.results.store.url import resolve as resolve_store
 
 IMPORT_FILE = "import.json"
 FILES_DIR = "inferencex"
@@ -113,8 +113,10 @@ def expand(paths: list[Path]) -> tuple[list[Path], list[Diagnostic]]:
             files.append(p)
         else:
             problems.append(Diagnostic("no such file or directory", str(p)))
-    seen: set[Path] = set()
-    return [f for f in files if not (f.resolve() in seen or seen.add(f.resolve()))], problems  # type: ignore[func-returns-value]
+    unique: dict[Path, Path] = {}  # each file once, however many paths named it
+    for f in files:
+        unique.setdefault(f.resolve(), f)
+    return list(unique.values()), problems
 
 
 def _kind_hint(obj: Any) -> str:
@@ -149,7 +151,7 @@ def parse_file(path: Path) -> ParsedFile:
     stem = path.name[:-5] if path.name.endswith(".json") else path.name
     base = stem if stem.startswith("agg_") else f"agg_{stem}"
     points = [ImportedPoint(imported_point_id(e), f"{base}_{i}.json" if is_list else f"{base}.json",
-                            str(path), m, e) for i, (m, e) in enumerate(zip(models, entries))]
+                            str(path), m, e) for i, (m, e) in enumerate(zip(models, entries, strict=True))]
     return ParsedFile(path, raw, points)
 
 
@@ -196,7 +198,10 @@ def _rows(run_id: str, p: ImportedPoint) -> ImportedRows:
     a, point = p.agg, point_of(p)
     n_all, n_out, n_in = a.gpus()
     lat = a.model_dump()  # attribute names: median_ttft, p999_ttft...
-    ms = {f"{m}_{s}": _ms(lat.get(f"{s}_{m}")) for m in ("ttft", "tpot", "itl", "e2el") for s in ("median", "p90", "p99")}
+
+    def ms(stat: str, metric: str) -> float | None:
+        return _ms(lat.get(f"{stat}_{metric}"))
+
     pg, dg, disagg = role_gpus_of(point)
     pt = PointRow(run_id=run_id, point_id=p.point_id, digest=p.point_id, model=a.model,
                   model_prefix=a.infmax_model_prefix, hardware=hardware_of(a.hw), runner=a.hw, framework=a.framework,
@@ -210,7 +215,11 @@ def _rows(run_id: str, p: ImportedPoint) -> ImportedRows:
     res = ResultRow(run_id=run_id, point_id=p.point_id, complete=1, total_tok_per_s=a.tput_per_gpu * n_all,
                     output_tok_per_s=a.output_tput_per_gpu * n_out, input_tok_per_s=a.input_tput_per_gpu * n_in,
                     interactivity_median=lat.get("median_intvty"), interactivity_p90=lat.get("p90_intvty"),
-                    versions_json=json.dumps({"source": "inferencex"}), **ms)
+                    versions_json=json.dumps({"source": "inferencex"}),
+                    ttft_median=ms("median", "ttft"), ttft_p90=ms("p90", "ttft"), ttft_p99=ms("p99", "ttft"),
+                    tpot_median=ms("median", "tpot"), tpot_p90=ms("p90", "tpot"), tpot_p99=ms("p99", "tpot"),
+                    itl_median=ms("median", "itl"), itl_p90=ms("p90", "itl"), itl_p99=ms("p99", "itl"),
+                    e2el_median=ms("median", "e2el"), e2el_p90=ms("p90", "e2el"), e2el_p99=ms("p99", "e2el"))
     agg = ImportedAggRow(run_id=run_id, point_id=p.point_id, name=p.name, source=p.source, agg_json=json.dumps(p.data))
     return ImportedRows(pt, res, agg)
 
@@ -241,7 +250,7 @@ def _write_files(run_dir: Path, manifest: ImportManifest, parsed: list[ParsedFil
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{run_dir.name}.import-", dir=run_dir.parent))
     try:
-        for pf, name in zip(parsed, copies):
+        for pf, name in zip(parsed, copies, strict=True):
             atomic.write_bytes(stage / FILES_DIR / name, pf.text)
         atomic.write_text(stage / IMPORT_FILE, manifest.model_dump_json(indent=2) + "\n")
         old = None

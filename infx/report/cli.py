@@ -5,12 +5,18 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from infx.diagnostics import Diagnostic, InfxError, exit_on_error
 from infx.results.cli import StoreOpt, results_root
+
+if TYPE_CHECKING:
+    from infx.analysis.compare import ComparisonSet
+    from infx.analysis.costmodel import CostModel
+    from infx.analysis.dataset import GpusPerNode
+    from infx.results.store import Store
 
 ResultsArg = Annotated[Path | None, typer.Argument(help="Results directory (default: the workspace's results/).")]
 RunOpt = Annotated[str | None, typer.Option("--run", help="Run id (default: the latest run).")]
@@ -25,7 +31,7 @@ TierOpt = Annotated[str | None, typer.Option("--tier", help="Cost table price ti
                                                              "tier; the workspace's cost-model.yaml, else infx's).")]
 
 
-def _cost_model(tier: str | None):  # type: ignore[no-untyped-def]
+def _cost_model(tier: str | None) -> CostModel:
     """The cost table (validated: a bad file is a FILE:LINE error, exit 2) with ``tier`` checked."""
     from infx.analysis.costmodel import load_cost_model
 
@@ -51,7 +57,7 @@ def _parse_targets(text: str | None) -> list[float] | None:
     return out
 
 
-def _open_store(results: Path, *, quiet: bool = False, store_url: str | None = None):  # type: ignore[no-untyped-def]
+def _open_store(results: Path, *, quiet: bool = False, store_url: str | None = None) -> Store:
     """Ingest RESULTS (idempotent; cheap when nothing changed) into the store and return it open."""
     from infx.diagnostics import warn
     from infx.results.store import Store, locate_results, require_results
@@ -73,7 +79,7 @@ def _open_store(results: Path, *, quiet: bool = False, store_url: str | None = N
     return store
 
 
-def _resolver(store, gpus_per_node: int | None, runners: Path | None):  # type: ignore[no-untyped-def]
+def _resolver(store: Store, gpus_per_node: int | None, runners: Path | None) -> GpusPerNode:
     from infx.analysis.dataset import gpus_per_node_resolver
 
     return gpus_per_node_resolver(store, override=gpus_per_node, runners_path=runners)
@@ -92,8 +98,10 @@ def register(app: typer.Typer) -> None:
         per: Annotated[str, typer.Option("--per", help="Normalisation: node | gpu | server.")] = "node",
         metric: Annotated[str, typer.Option("--metric", help="total | output tokens per second, or energy: "
                                                           "output tokens per joule (GPU energy, InferenceX rules), "
-                                                          "or cost: tokens per $ (cost table; --tier, --basis).")] = "total",
-        x: Annotated[str, typer.Option("--x", help="interactivity (median TPOT) | interactivity_p90.")] = "interactivity",
+                                                          "or cost: tokens per $ (cost table; --tier, --basis).")
+                          ] = "total",
+        x: Annotated[str, typer.Option("--x", help="interactivity (median TPOT) | interactivity_p90.")
+                     ] = "interactivity",
         at: Annotated[str | None, typer.Option("--at", help="Interactivity targets, e.g. 10,20,40 "
                                                               "(default: a ladder across the measured range).")] = None,
         ladder: Annotated[int, typer.Option("--ladder", min=2, help="Ladder size when --at is not given.")] = 10,
@@ -116,7 +124,8 @@ def register(app: typer.Typer) -> None:
         from infx.analysis.dataset import load_measured
         from infx.report.data import latest_run
 
-        for name, value, allowed in (("--per", per, ("node", "gpu", "server")), ("--metric", metric, ("total", "output", "energy", "cost")),
+        for name, value, allowed in (("--per", per, ("node", "gpu", "server")),
+                                     ("--metric", metric, ("total", "output", "energy", "cost")),
                                      ("--basis", basis, ("all", "role")),
                                      ("--x", x, ("interactivity", "interactivity_p90"))):
             if value not in allowed:
@@ -170,10 +179,10 @@ def register(app: typer.Typer) -> None:
         finally:
             st.close()
         if cost_model is not None:  # read-time pricing (infx.analysis.cost): tokens per $ at equal interactivity
-            from infx.analysis.cost import compare_cost
+            from infx.analysis.cost import basis_of, compare_cost
 
             cs = compare_cost(measured, cost_model, run_id, baseline=baseline, a=arm_a, b=arm_b, arm=arm, tier=tier,
-                              basis=basis, x_metric=x, at=targets, ladder_points=ladder)  # type: ignore[arg-type]
+                              basis=basis_of(basis), x_metric=x, at=targets, ladder_points=ladder)
         elif agg_vs_disagg:
             from infx.analysis.aggdisagg import compare_agg_disagg
 
@@ -208,13 +217,13 @@ def register(app: typer.Typer) -> None:
             from infx.analysis.capacity import capacity_results
             from infx.analysis.cost import cost_view
 
-            at = capacity_results(root, searched, measured)
-            if at:
-                view = cost_view([m for m in measured if m.run_id in searched], cost_model, tier, capacity=at)
-                for c, sc in zip(at, view.slo):
+            found = capacity_results(root, searched, measured)
+            if found:
+                costs = cost_view([m for m in measured if m.run_id in searched], cost_model, tier, capacity=found)
+                for c, sc in zip(found, costs.slo, strict=True):
                     v = sc.usd_per_mtok
                     price = f"${v.value:,.4g}/Mtok" if v.value is not None else f"n/a ({v.reason})"
-                    typer.echo(f"{c.run_id} cost at SLO tier {c.slo!r} (price tier {view.tier}): {price} at "
+                    typer.echo(f"{c.run_id} cost at SLO tier {c.slo!r} (price tier {costs.tier}): {price} at "
                                f"{sc.point_id} (conc {c.conc}; max users at tier {c.max_conc})")
         if published is not None:
             from infx.interop.prtable import print_table
@@ -267,7 +276,7 @@ def register(app: typer.Typer) -> None:
         run_server(results, host=host, port=port, gpus_per_node=gpus_per_node, store=store)
 
 
-def _print_comparisons(cs) -> None:  # type: ignore[no-untyped-def]
+def _print_comparisons(cs: ComparisonSet) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -288,7 +297,8 @@ def _print_comparisons(cs) -> None:  # type: ignore[no-untyped-def]
             table.add_column("A/B [95% CI]", justify="right")
             table.add_column("verdict")
             for v in rows:
-                table.add_row(f"{v.x:g}" if x_head == "concurrency" else f"{v.x:.2f}", "-" if v.a is None else f"{v.a:,.1f}", "-" if v.b is None else f"{v.b:,.1f}",
+                table.add_row(f"{v.x:g}" if x_head == "concurrency" else f"{v.x:.2f}",
+                              "-" if v.a is None else f"{v.a:,.1f}", "-" if v.b is None else f"{v.b:,.1f}",
                               _ratio_ci(v.ratio, v.ratio_lo, v.ratio_hi), v.decision)
         else:  # no common range: the ladder's point estimates, labelled as such
             console.print("  point estimates only (no interval, no verdict):")
@@ -299,7 +309,8 @@ def _print_comparisons(cs) -> None:  # type: ignore[no-untyped-def]
             table.add_column("note")
             for e in c.ladder:
                 table.add_row(f"{e.x:.2f}", "-" if e.a is None else f"{e.a:,.1f}",
-                              "-" if e.b is None else f"{e.b:,.1f}", "-" if e.ratio is None else f"{e.ratio:.2f}x", e.note)
+                              "-" if e.b is None else f"{e.b:,.1f}", "-" if e.ratio is None else f"{e.ratio:.2f}x",
+                              e.note)
         console.print(table)
     for acc in cs.accuracy:
         colour = {"same": "green", "not comparable": "yellow"}.get(acc.verdict, "red")

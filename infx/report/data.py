@@ -123,12 +123,14 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
     in_view = {view.view_id} if view is not None else set()
     manifest = view_manifest(view) if view is not None and run_id == view.view_id else store.manifest(run_id)
     if manifest is None:
-        raise InfxError(Diagnostic(f"run {run_id!r} is not in {store.name} (runs: {', '.join(store.run_ids()) or 'none'})"))
+        raise InfxError(Diagnostic(f"run {run_id!r} is not in {store.name} "
+                                   f"(runs: {', '.join(store.run_ids()) or 'none'})"))
     baseline_manifest = None
     if baseline is None and manifest.baseline_run and store.manifest(manifest.baseline_run) is not None:
         baseline = manifest.baseline_run  # the run names its own baseline (infx run --baseline-run)
     if baseline is not None:
-        baseline_manifest = view_manifest(view) if view is not None and baseline in in_view else store.manifest(baseline)
+        baseline_manifest = (view_manifest(view) if view is not None and baseline in in_view
+                             else store.manifest(baseline))
         if baseline_manifest is None:
             raise InfxError(Diagnostic(f"baseline run {baseline!r} is not in {store.name} "
                                        f"(runs: {', '.join(store.run_ids())})"))

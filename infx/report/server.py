@@ -2,8 +2,9 @@
 
 Routes (GET/HEAD only): ``/`` lists the runs; ``/runs/{run}`` renders a run's report, with
 ``?baseline=RUN`` overlaying another run; ``/latest`` renders the latest curves (each from one run's snapshot,
-``?as_of=DATE|RUN`` as they stood then) and ``/api/frontiers?as_of=...`` gives them as JSON; ``/files/{run}/manifest.json`` and ``/files/{run}/points/{point}/{file}`` serve a point's
-files (logs, result.json); ``/api/runs`` lists runs as JSON; ``/static/plotly.min.js``.
+``?as_of=DATE|RUN`` as they stood then) and ``/api/frontiers?as_of=...`` gives them as JSON;
+``/files/{run}/manifest.json`` and ``/files/{run}/points/{point}/{file}`` serve a point's files (logs,
+result.json); ``/api/runs`` lists runs as JSON; ``/static/plotly.min.js``.
 
 Nothing outside RESULTS can be read: a file path is split into segments, any ``..``/``.``/empty
 segment, backslash or NUL is refused, the resolved path must stay inside RESULTS (symlinks
@@ -13,14 +14,16 @@ included), and only the per-point files of the layout are served (not the databa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
-import math
 import logging
+import math
 import threading
 from functools import lru_cache
 from pathlib import Path
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.results.layout import (
@@ -50,7 +53,7 @@ SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-
 def _plotly_js() -> bytes:
     from plotly.offline import get_plotlyjs
 
-    return get_plotlyjs().encode("utf-8")
+    return str(get_plotlyjs()).encode("utf-8")
 
 
 class Dashboard:
@@ -78,13 +81,14 @@ class Dashboard:
         with self.lock:
             rows = self.store.runs_overview()
         e = html.escape
+        where = str(self.root) if self.store.kind == "sqlite" else self.store.name
         body = []
         official = next((r.run_id for r in rows if r.official), None)  # newest official run: the default baseline
         options = "".join(f'<option value="{e(r.run_id)}">{e(r.run_id)}</option>' for r in rows)
         base_options = "".join(f'<option value="{e(r.run_id)}"{" selected" if r.run_id == official else ""}>'
                                f"{e(r.run_id)}</option>" for r in rows)
-        for run_id, official, started, pr_number, pr_branch, baseline, done, other in rows:
-            kind = "official" if official else f"unofficial (PR #{pr_number or '?'} {e(pr_branch or '')})"
+        for run_id, is_official, started, pr_number, pr_branch, baseline, done, other in rows:
+            kind = "official" if is_official else f"unofficial (PR #{pr_number or '?'} {e(pr_branch or '')})"
             overlay = (f' &middot; <a href="/runs/{e(run_id)}?baseline={e(baseline)}">vs {e(baseline)}</a>'
                        if baseline else "")
             body.append(f'<tr><td><a href="/runs/{e(run_id)}">{e(run_id)}</a>{overlay}</td><td>{kind}</td>'
@@ -96,7 +100,7 @@ class Dashboard:
                 f'<select name="baseline">{base_options}</select> <button type="submit">show</button></form>')
         return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>infx dashboard</title>'
                 f"<style>{CSS}</style></head><body><main><h1>infx dashboard</h1>"
-                f"<p>{len(rows)} run(s) in {e(str(self.root) if self.store.kind == 'sqlite' else self.store.name)}</p>{table}<h2>Overlay</h2>{form}</main></body></html>")
+                f"<p>{len(rows)} run(s) in {e(where)}</p>{table}<h2>Overlay</h2>{form}</main></body></html>")
 
     def report_html(self, run_id: str | None, baseline: str | None, tier: str | None = None,
                     as_of: str | None = None) -> str:
@@ -166,7 +170,7 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
     dash = Dashboard(root, gpus_per_node=gpus_per_node, ingest=ingest, store=store)
 
     @web.middleware
-    async def headers(request: web.Request, handler):  # type: ignore[no-untyped-def]
+    async def headers(request: web.Request, handler: Handler) -> web.StreamResponse:
         if loopback_only and not _host_allowed(request.headers.get("Host")):
             raise web.HTTPMisdirectedRequest(text="refused: this dashboard only answers to 127.0.0.1 / localhost",
                                              headers=SECURITY_HEADERS)
@@ -244,9 +248,9 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
     async def api_runs(request: web.Request) -> web.Response:
         def runs() -> list[dict[str, object]]:
             with dash.lock:
-                return [{"run_id": r.run_id, "official": r.official, "started_at": r.started_at}
-                        for r in sorted(dash.store.runs_overview(), key=lambda r: (r.started_at if r.started_at is not None else -math.inf,
-                                                                      r.run_id))]
+                overview = dash.store.runs_overview()
+                overview.sort(key=lambda r: (-math.inf if r.started_at is None else r.started_at, r.run_id))
+                return [{"run_id": r.run_id, "official": r.official, "started_at": r.started_at} for r in overview]
         return web.json_response(await asyncio.get_running_loop().run_in_executor(None, runs))
 
     async def plotly_js(request: web.Request) -> web.Response:
@@ -273,6 +277,8 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
 def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 8787, gpus_per_node: int | None = None,
           store: str | None = None) -> None:
     """Run the dashboard until interrupted; prints the URL once listening (port 0: any free port)."""
+    shown = Path(root).resolve()
+
     async def main() -> None:
         loopback = host in ("127.0.0.1", "localhost", "::1")
         app = make_app(root, gpus_per_node=gpus_per_node, loopback_only=loopback, store=store)
@@ -285,9 +291,9 @@ def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 8787, gpus_p
             await runner.cleanup()
             reason = getattr(exc, "strerror", None) or str(exc)
             raise InfxError(Diagnostic(f"cannot listen on {host}:{port}: {reason}", path=("--host/--port",))) from None
-        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
+        sockets = getattr(site._server, "sockets", None) or []  # the bound socket (port 0: the one chosen)
         actual = sockets[0].getsockname()[1] if sockets else port
-        print(f"infx dashboard: http://{host}:{actual}/ (results {Path(root).resolve()}; Ctrl-C to stop)",
+        print(f"infx dashboard: http://{host}:{actual}/ (results {shown}; Ctrl-C to stop)",
               flush=True)
         try:
             await asyncio.Event().wait()
@@ -295,10 +301,8 @@ def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 8787, gpus_p
             await runner.cleanup()
 
     _quiet_bad_requests()
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
 
 
 class _BadRequestLine(logging.Filter):

@@ -5,18 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from infx.diagnostics import Diagnostic, InfxError, exit_on_error
+
+if TYPE_CHECKING:
+    from infx.results.store import Store
 
 # Hooks for stages above the store (they import this module, never the reverse; tests/test_import_direction.py):
 # ``INGEST_FORMATS[name](paths, results_root, name, skip_bad, store) -> (problems, summary)`` reads other formats
 # (infx.interop: ``--format inferencex``); ``AFTER_INGEST`` callables ``(store, results_root)`` run after a
 # whole results directory was ingested (infx.interop restores imported runs from their files).
 INGEST_FORMATS: dict[str, Callable[[list[Path], Path, str | None, bool, str | None], tuple[list[Any], str]]] = {}
-AFTER_INGEST: list[Callable[[Any, Path], None]] = []
+AFTER_INGEST: list[Callable[[Store, Path], None]] = []
 
 StoreOpt = Annotated[str | None, typer.Option(
     "--store", help="Results store: a SQLite file or postgresql://USER@HOST:PORT/DB (default: INFX_STORE_URL, "
@@ -44,7 +47,8 @@ def register(app: typer.Typer) -> None:
         store: StoreOpt = None,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 2 when any point was skipped.")] = False,
         fmt: Annotated[str, typer.Option("--format", help="infx (a results directory) | inferencex "
-                                                          "(published InferenceX results, as an imported run).")] = "infx",
+                                                          "(published InferenceX results, as an imported run).")
+                       ] = "infx",
         results: Annotated[Path | None, typer.Option("--results", help="With --format inferencex: the results "
                                                                        "directory to import into (default: the "
                                                                        "workspace's results/).")] = None,

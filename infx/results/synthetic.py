@@ -58,6 +58,7 @@ def make_point(tp: int, conc: int, *, model_prefix: str = "dsv41flash", runner: 
         row.update({"scenario-type": "agentic-coding", "spec-decoding": "mtp", "kv-offloading": "none",
                     "total-cpu-dram-gb": 0, "duration": 1800})
     else:
+        assert isl is not None and osl is not None, "a fixed-length point needs both isl and osl"
         row.update({"isl": isl, "osl": osl, "max-model-len": isl + osl + 256})
     return Point.from_row(row)
 

@@ -152,7 +152,7 @@ def test_bulk_membership_matches_per_arm_frontiers() -> None:
         for arms in series(pts, norm=norm).values():
             for s in arms:
                 expected |= {s.points[i].point_id for i in s.frontier().members.tolist()}
-        assert {m.point_id for m, k in zip(pts, mask) if k} == expected
+        assert {m.point_id for m, k in zip(pts, mask, strict=True) if k} == expected
 
 
 def test_per_node_differs_from_per_gpu_when_servers_do_not_pack() -> None:
@@ -318,7 +318,7 @@ def test_run_to_run_drift_widens_matched_intervals() -> None:
     uniform = [(float(c), (125.0 * c, 0.01, 2.0, 3.0), (100.0 * c, 0.01, 2.0, 3.0)) for c in (1, 2, 4, 8)]
     assert drift_variance(uniform) == pytest.approx(0.0)  # a real, uniform 25 %: no drift
     erratic = [(float(c), (y * c, 0.01, 2.0, 3.0), (100.0 * c, 0.01, 2.0, 3.0))
-               for c, y in zip((1, 2, 4, 8, 16), (102.0, 131.0, 109.0, 91.0, 160.0))]
+               for c, y in zip((1, 2, 4, 8, 16), (102.0, 131.0, 109.0, 91.0, 160.0), strict=True)]
     tau2 = drift_variance(erratic)
     assert tau2 > 0.01
     a = StepFrontier.build([10.0, 20.0], [1.0, 1.0])

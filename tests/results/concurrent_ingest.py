@@ -53,7 +53,7 @@ def main() -> None:
     time.sleep(max(0.0, args.start - time.time()))
     totals = {s: [0, 0] for s in args.stores}
     for i in range(0, len(items), args.batch):
-        for url, st in zip(args.stores, stores):
+        for url, st in zip(args.stores, stores, strict=True):
             written, unchanged = st.add_points(items[i:i + args.batch], batch=args.batch)
             totals[url][0] += written
             totals[url][1] += unchanged

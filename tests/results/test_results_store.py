@@ -99,7 +99,8 @@ def test_point_without_status_is_in_progress(seed_results: ResultsDir) -> None:
 def test_failures_and_startup_facts_are_stored(seed_results: ResultsDir) -> None:
     with Store(seed_results.db_path) as st:
         st.ingest_dir(seed_results.root)
-        rows = st.conn.execute("SELECT point_id, state, failure_class, log_tail FROM failures ORDER BY point_id").fetchall()
+        rows = st.conn.execute("SELECT point_id, state, failure_class, log_tail FROM failures "
+                               "ORDER BY point_id").fetchall()
         assert [(r[0], r[1], r[2]) for r in rows] == [
             ("dsv41flash_tp2_conc256_kvnone_spec-mtp", "failed", "startup-oom"),
             ("dsv41flash_tp4_conc256_kvnone_spec-mtp", "skipped", "infeasible")]

@@ -143,8 +143,8 @@ def test_a_point_no_store_can_hold_is_rejected_alone(store_url: str) -> None:
     r_bad = r_bad.model_copy(update={"extra": {"telemetry": {"expected_gpu_count": {"not": "a number"}}}})
     with Store(store_url) as st:
         st.upsert_run(make_manifest("m"))
-        written, unchanged = st.add_points([make_bundle("m", ok, PointStatus(state="done"), make_result(ok, SEED_ARMS[0])),
-                                            make_bundle("m", bad, PointStatus(state="done"), r_bad)])
+        good = make_bundle("m", ok, PointStatus(state="done"), make_result(ok, SEED_ARMS[0]))
+        written, unchanged = st.add_points([good, make_bundle("m", bad, PointStatus(state="done"), r_bad)])
         assert (written, unchanged) == (1, 0)
         assert [(b.point.point_id, "telemetry.expected_gpu_count" in why) for b, why in st.rejected] == [
             (bad.point_id, True)]
@@ -191,7 +191,7 @@ def test_row_types_and_builders_follow_the_schema() -> None:
     assert PointRow._fields == tuple(store_schema.points.c.keys())
     assert ResultRow._fields == tuple(store_schema.results.c.keys())
     assert ImportedAggRow._fields == tuple(store_schema.imported_agg.c.keys())
-    assert TELEMETRY_COLUMNS == tuple(store_schema.telemetry.c.keys())
+    assert tuple(store_schema.telemetry.c.keys()) == TELEMETRY_COLUMNS
 
 
 def test_the_shipped_revisions_end_at_the_schema_version() -> None:

@@ -39,7 +39,7 @@ def test_a_partial_resweep_is_its_own_curve_never_a_frankenline(store_url: str, 
     assert _sources(view) == {4: "resweep", 8: "resweep", 16: "resweep"}
     # every frontier point of every curve comes from one run
     on = frontier_membership(view.measured, norm="gpu")
-    assert {m.measured_in for m, hit in zip(view.measured, on) if hit} == {"resweep"}
+    assert {m.measured_in for m, hit in zip(view.measured, on, strict=True) if hit} == {"resweep"}
     assert all(len({p.run_id for p in c.points}) == 1 for c in curves(view))
 
 

@@ -49,7 +49,7 @@ def figures(st: Store) -> dict[str, object]:
         "joules_per_output_token": m.joules_per_output_token, "trials": m.trials,
         "kv_cache_tokens": m.kv_cache_tokens, "topology": m.arm.topology, "ci_output": ci(m)} for m in measured}
     mask = frontier_membership(measured, norm="gpu")
-    out["frontier_gpu"] = sorted(f"{m.run_id}/{m.point_id}" for m, on in zip(measured, mask) if on)
+    out["frontier_gpu"] = sorted(f"{m.run_id}/{m.point_id}" for m, on in zip(measured, mask, strict=True) if on)
     out["compare_arms_verdict"] = [c.verdict for c in compare_arms(measured, "pr-1234", "tp=2", "tp=4",
                                                                    norm="node").comparisons]
     out["compare_runs_verdict"] = [c.verdict for c in compare_runs(measured, "pr-1234", "baseline",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import sqlalchemy as sa
 
@@ -299,7 +299,8 @@ class Store:
                 if d.is_dir() and (d / POINTS).is_dir() and not (d / MANIFEST).is_file():
                     n = sum(1 for p in (d / POINTS).iterdir() if p.is_dir())
                     report.skipped += n
-                    diag = Diagnostic(f"run directory without {MANIFEST}: its {n} point(s) not ingested", str(d / MANIFEST))
+                    diag = Diagnostic(f"run directory without {MANIFEST}: its {n} point(s) not ingested",
+                                      str(d / MANIFEST))
                     report.problems.append(diag)
                     refused.extend(entries("no-manifest", [diag], source=str(d / MANIFEST), run_id=d.name))
             self.quarantine(refused)
@@ -406,7 +407,7 @@ class Store:
             runs = schema.runs
             have_runs = [c for c in runs.columns if have is None or c.name in have["runs"]]
             row = conn.execute(sa.select(*have_runs).where(runs.c.run_id == run_id)).one()
-            run = dict(zip(runs.c.keys(), _full(runs, [c.name for c in have_runs], tuple(row))))
+            run = dict(zip(runs.c.keys(), _full(runs, [c.name for c in have_runs], tuple(row)), strict=True))
             batch = writes.RowBatch()
             for table in schema.POINT_TABLES:
                 if have is not None and table.name not in have:
@@ -438,15 +439,24 @@ class Store:
 
 def _full(table: sa.Table, cols: Sequence[str], row: tuple[Any, ...]) -> tuple[Any, ...]:
     """A row of ``table`` in its full column order (columns the source store lacks: their server default)."""
-    got = dict(zip(cols, row))
+    got = dict(zip(cols, row, strict=True))
     out = []
     for c in table.columns:
         if c.name in got:
             out.append(got[c.name])
         else:
-            default = c.server_default.arg.text if c.server_default is not None else None  # type: ignore[union-attr]
+            default = _default_of(c)
             out.append(None if default is None else int(default) if default.isdigit() else default.strip("'"))
     return tuple(out)
+
+
+def _default_of(col: sa.Column[Any]) -> str | None:
+    """The SQL text of a column's server default (``'measured'``, ``0``), None without one."""
+    d = col.server_default
+    if not isinstance(d, sa.DefaultClause):
+        return None
+    arg = d.arg
+    return arg if isinstance(arg, str) else str(getattr(arg, "text", arg))
 
 
 def _scoped(row: Any) -> Any:
@@ -458,7 +468,7 @@ def _scoped_tuple(row: tuple[Any, ...]) -> tuple[Any, ...]:
     import json
 
     cols = schema.points.c.keys()
-    values = dict(zip(cols, row))
+    values = dict(zip(cols, row, strict=True))
     if values.get("scope"):
         return row
     try:
@@ -485,7 +495,7 @@ class _guard_url:
         except self.errors as exc:
             raise store_error(self.url, exc) from None
 
-    def __exit__(self, tp: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, tp: Any, exc: Any, tb: Any) -> Literal[False]:
         if self.inner is not None:
             try:
                 self.inner.__exit__(tp, exc, tb)

@@ -334,7 +334,9 @@ def quarantined(conn: sa.Connection, have: Have = None) -> list[Entry]:
     rows = conn.execute(sa.select(q.c.source, q.c.rule, q.c.reason, q.c.run_id, q.c.point_id, q.c.digest, q.c.line,
                                   q.c.first_seen, q.c.last_seen, q.c.times)
                         .order_by(q.c.run_id, q.c.point_id, q.c.source, q.c.rule))
-    return [Entry(*row) for row in rows]
+    return [Entry(source=r.source, rule=r.rule, reason=r.reason, run_id=r.run_id, point_id=r.point_id,
+                  digest=r.digest, line=r.line, first_seen=r.first_seen, last_seen=r.last_seen, times=r.times)
+            for r in rows]
 
 
 # ------------------------------------------------------------------------------------------------ copy

@@ -105,7 +105,8 @@ startup = sa.Table(
 failures = sa.Table(
     "failures", metadata,
     *_key(),
-    sa.Column("state", Text, nullable=False), sa.Column("failure_class", Text), sa.Column("reason", Text, nullable=False),
+    sa.Column("state", Text, nullable=False), sa.Column("failure_class", Text),
+    sa.Column("reason", Text, nullable=False),
     sa.Column("log_tail", Text, nullable=False),
 )
 

@@ -218,7 +218,7 @@ def _snapshot(scope: str, members: Sequence[ScopeRun], runs: Mapping[str, RunFac
         ids.append({facts.image_id(i) for i in m.images})
     root = chain[-1]
     if any(len(i) != 1 for i in ids) or len({next(iter(i)) for i in ids}) != 1:
-        detail = ", ".join(f"{m.run_id}: {' + '.join(sorted(i)) or 'none'}" for m, i in zip(chain, ids))
+        detail = ", ".join(f"{m.run_id}: {' + '.join(sorted(i)) or 'none'}" for m, i in zip(chain, ids, strict=True))
         return Snapshot(scope, (head.run_id,), f"append-only run {head.run_id} not chained to {root.run_id}: every run "
                                                f"of a chain must have exactly one image, the root's ({detail})")
     return Snapshot(scope, tuple(m.run_id for m in chain))

@@ -125,9 +125,8 @@ class RowBatch:
             topo = topology_label(p)
         else:
             tkey = (p.tp, p.pp, p.ep, p.dp_attn, p.pcp_size, p.dcp_size)
-            topo = self._topology.get(tkey)
-            if topo is None:
-                topo = self._topology[tkey] = topology_label(p)
+            known = self._topology.get(tkey)
+            topo = known if known is not None else self._topology.setdefault(tkey, topology_label(p))
         hardware = hardware_of(p.runner)
         prefill, decode, disagg = role_gpus_of(p)
         recipe = b.recipe or recipe_fingerprint(json.loads(b.point_json)["point"])
@@ -153,10 +152,9 @@ class RowBatch:
                 self._json_checks(r), self._json_map(r.versions), max(1, len(r.trials)), pack_ci(r))]))
             if r.trials:
                 out.append(("trials", [self._trial_row(run_id, point_id, tr) for tr in r.trials]))
-            if r.extra:
-                trow = telemetry_row(run_id, point_id, r.extra)
-                if trow is not None:
-                    out.append(("telemetry", [trow]))
+            trow = telemetry_row(run_id, point_id, r.extra)
+            if trow is not None:
+                out.append(("telemetry", [trow]))
         if s.startup is not None:
             su = s.startup
             out.append(("startup", [(run_id, point_id, su.kv_cache_tokens, su.kv_cache_gib, su.max_concurrency,
@@ -214,7 +212,7 @@ def coerce_row(table: sa.Table, row: Row, kind: str) -> Row:
     64-bit integers, doubles, text and bytes; PostgreSQL text cannot hold NUL (replaced by U+FFFD, as a log tail
     may carry one) and its integer columns take no fractions."""
     out = list(row)
-    for i, (col, v) in enumerate(zip(table.columns, row)):
+    for i, (col, v) in enumerate(zip(table.columns, row, strict=True)):
         if v is None:
             continue
         t = type(v)
@@ -267,11 +265,11 @@ def _sqlite_insert(table: str, cols: tuple[str, ...]) -> str:
 def _pg_copy(table: str, cols: tuple[str, ...]) -> tuple[str, list[str]]:
     """``COPY ... FROM STDIN (FORMAT BINARY)`` of ``cols`` and their PostgreSQL types (binary: no float is turned
     into text and back; a value of the wrong type is refused by the driver, and the slow path coerces it)."""
-    q = postgresql.dialect().identifier_preparer
+    # every name is the schema's own (lower-case, no quoting needed); the stage table has the points' columns
     types = {c.name: c.type for c in schema.metadata.tables.get(table, schema.points).columns}
     names = {sa.BigInteger: "int8", sa.Integer: "int4", sa.Double: "float8", sa.LargeBinary: "bytea", sa.Text: "text"}
     pg = [next(n for t, n in names.items() if isinstance(types[c], t)) for c in cols]
-    return f"COPY {q.quote(table)} ({', '.join(q.quote(c) for c in cols)}) FROM STDIN (FORMAT BINARY)", pg
+    return f"COPY {table} ({', '.join(cols)}) FROM STDIN (FORMAT BINARY)", pg
 
 
 def copy_rows(cur: Any, table: str, cols: tuple[str, ...], rows: Iterable[Row], *, into: str | None = None) -> None:
@@ -279,8 +277,7 @@ def copy_rows(cur: Any, table: str, cols: tuple[str, ...], rows: Iterable[Row], 
     of it named ``into``)."""
     sql, types = _pg_copy(table, cols)
     if into is not None:
-        q = postgresql.dialect().identifier_preparer
-        sql = sql.replace(f"COPY {q.quote(table)} ", f"COPY {q.quote(into)} ", 1)
+        sql = sql.replace(f"COPY {table} ", f"COPY {into} ", 1)
     with cur.copy(sql) as cp:
         cp.set_types(types)
         for r in rows:
@@ -525,10 +522,10 @@ def replace_run(backend: Backend, run: dict[str, Any], batch: RowBatch, imported
         for name, rows in batch.rows.items():
             if rows:
                 table = _TABLES[name]
-                conn.execute(sa.insert(table), [dict(zip(table.c.keys(), r)) for r in rows])
+                conn.execute(sa.insert(table), [dict(zip(table.c.keys(), r, strict=True)) for r in rows])
         if imported:
             t = schema.imported_agg
-            conn.execute(sa.insert(t), [dict(zip(t.c.keys(), r)) for r in imported])
+            conn.execute(sa.insert(t), [dict(zip(t.c.keys(), r, strict=True)) for r in imported])
 
 
 def imported_digest(point_ids: Iterable[str]) -> str:

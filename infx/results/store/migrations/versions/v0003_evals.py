@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from infx.results.store.migrations.columns import I, T, key, reals
+from infx.results.store.migrations.columns import Int, T, key, reals
 
 revision = "0003"
 down_revision = "0002"
@@ -14,11 +14,11 @@ depends_on = None
 
 def upgrade() -> None:
     op.create_table("evals", *key(), *(T(n, null=False) for n in ("task", "state")), T("failure_class"),
-                    T("reason", null=False), *reals("threshold"), T("threshold_source"), I("n"),
+                    T("reason", null=False), *reals("threshold"), T("threshold_source"), Int("n"),
                     *reals("score_strict", "score_flexible", "stderr_strict", "stderr_flexible"),
                     T("lm_eval_version"),
                     *(T(n, null=False) for n in ("protocol_key", "protocol_json", "filters_json")))
-    op.create_table("eval_answers", *key(), I("doc_id", pk=True), I("strict"), I("flexible"))
+    op.create_table("eval_answers", *key(), Int("doc_id", pk=True), Int("strict"), Int("flexible"))
 
 
 def downgrade() -> None:

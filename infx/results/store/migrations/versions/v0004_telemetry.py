@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from infx.results.store.migrations.columns import I, T, key, reals
+from infx.results.store.migrations.columns import Int, T, key, reals
 
 revision = "0004"
 down_revision = "0003"
@@ -13,12 +13,12 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.create_table("telemetry", *key(), T("gpu_tool"), I("expected_gpu_count"), I("power_metric_schema_version"),
-                    I("power_valid", null=False), T("power_reasons_json", null=False),
+    op.create_table("telemetry", *key(), T("gpu_tool"), Int("expected_gpu_count"), Int("power_metric_schema_version"),
+                    Int("power_valid", null=False), T("power_reasons_json", null=False),
                     *reals("total_gpu_energy_j", "avg_total_gpu_power_w", "avg_power_w",
                            "joules_per_successful_query", "joules_per_input_token", "joules_per_output_token",
                            "joules_per_total_token"),
-                    I("cpu_energy_valid"),
+                    Int("cpu_energy_valid"),
                     *reals("cpu_energy_j", "cpu_avg_power_w", "cpu_joules_per_output_token", "running_mean",
                            "running_max", "waiting_mean", "waiting_max", "kv_usage_mean", "kv_usage_max",
                            "preemptions", "prefix_cache_hit_rate", "theoretical_prefix_hit_rate"),

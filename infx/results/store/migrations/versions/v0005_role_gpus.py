@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from infx.results.store.migrations.columns import I
+from infx.results.store.migrations.columns import Int
 
 revision = "0005"
 down_revision = "0004"
@@ -13,9 +13,9 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.add_column("points", I("prefill_gpus"))
-    op.add_column("points", I("decode_gpus"))
-    op.add_column("points", I("disagg", null=False, default="0"))
+    op.add_column("points", Int("prefill_gpus"))
+    op.add_column("points", Int("decode_gpus"))
+    op.add_column("points", Int("disagg", null=False, default="0"))
 
 
 def downgrade() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from infx.results.store.migrations.columns import I, ints, key, reals
+from infx.results.store.migrations.columns import Int, ints, key, reals
 
 revision = "0007"
 down_revision = "0006"
@@ -14,10 +14,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.add_column("results", I("trials", null=False, default="1"))
+    op.add_column("results", Int("trials", null=False, default="1"))
     op.add_column("results", sa.Column("ci", sa.LargeBinary()))
-    op.create_table("trials", *key(), I("trial", pk=True), *reals("started_at", "ended_at"),
-                    I("warmup", null=False), *reals("duration_s"), *ints("issued", "completed", "failed"),
+    op.create_table("trials", *key(), Int("trial", pk=True), *reals("started_at", "ended_at"),
+                    Int("warmup", null=False), *reals("duration_s"), *ints("issued", "completed", "failed"),
                     *reals("request_per_s", "output_tok_per_s", "total_tok_per_s", "interactivity_median",
                            "interactivity_p90", "ttft_median", "ttft_p90", "ttft_p99", "tpot_median", "tpot_p90",
                            "itl_median", "e2el_median", "e2el_p90"))

@@ -11,7 +11,7 @@ import json
 import sqlalchemy as sa
 from alembic import op
 
-from infx.results.store.migrations.columns import F, I, T, flag
+from infx.results.store.migrations.columns import F, Int, T, flag
 
 revision = "0008"
 down_revision = "0007"
@@ -25,10 +25,10 @@ def upgrade() -> None:
     op.add_column("runs", flag("append_only", default="0"))
     op.add_column("points", T("recipe_fingerprint"))
     op.add_column("points", T("scope"))
-    op.add_column("imported_agg", I("seq", null=False, default="0"))
+    op.add_column("imported_agg", Int("seq", null=False, default="0"))
     op.create_table("quarantine", T("source", pk=True), T("rule", pk=True), T("run_id"), T("point_id"), T("digest"),
-                    T("reason", null=False), I("line"), F("first_seen", null=False), F("last_seen", null=False),
-                    I("times", null=False, default="1"))
+                    T("reason", null=False), Int("line"), F("first_seen", null=False), F("last_seen", null=False),
+                    Int("times", null=False, default="1"))
     op.create_index("quarantine_point", "quarantine", ["run_id", "point_id"])
     bind = op.get_bind()
     if bind.dialect.name == "sqlite":  # the order published files were imported in, as SQLite kept it
@@ -52,8 +52,9 @@ def _backfill_scopes(bind: sa.Connection) -> None:
         recipe = recipe_fingerprint(row)
         updates.append({"r": run_id, "p": point_id, "fp": recipe, "scope": scope_key(*ident, recipe)})
     if updates:
-        bind.execute(sa.update(points).where(points.c.run_id == sa.bindparam("r"), points.c.point_id == sa.bindparam("p"))
-                     .values(recipe_fingerprint=sa.bindparam("fp"), scope=sa.bindparam("scope")), updates)
+        where = sa.and_(points.c.run_id == sa.bindparam("r"), points.c.point_id == sa.bindparam("p"))
+        bind.execute(sa.update(points).where(where).values(recipe_fingerprint=sa.bindparam("fp"),
+                                                             scope=sa.bindparam("scope")), updates)
 
 
 def downgrade() -> None:
