@@ -28,7 +28,7 @@ from infx.analysis.dataset import (
 
 
 def _family(w: WorkloadKey) -> WorkloadKey:
-    return replace(w, framework="*")
+    return w._replace(framework="*")
 
 
 def compare_agg_disagg(measured: Sequence[Measured], run_id: str, *, x_metric: str = "interactivity",

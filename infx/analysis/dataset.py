@@ -22,6 +22,7 @@ from infx.analysis.perrole import per_gpu as role_per_gpu
 from infx.analysis.perrole import per_node as role_per_node
 from infx.diagnostics import Diagnostic, InfxError
 from infx.metrics.cipack import CI_KEYS, unpack
+from infx.results.store.reads import Arm, Figures, Workload
 
 if TYPE_CHECKING:
     from infx.metrics.uncertainty import Estimate
@@ -70,39 +71,10 @@ def y_axis(metric: YMetric, norm: Normalisation) -> Axis:
                 f"tok/s/{norm}", Direction.MAX)
 
 
-@dataclass(frozen=True, slots=True)
-class WorkloadKey:
-    model_prefix: str
-    precision: str
-    hardware: str
-    framework: str
-    scenario: str
-    isl: int | None
-    osl: int | None
-
-    @property
-    def label(self) -> str:
-        seq = "agentic" if self.scenario == "agentic-coding" else f"{self.isl}/{self.osl}"
-        return f"{self.model_prefix} {self.precision} {self.hardware} {self.framework} {seq}"
-
-
-@dataclass(frozen=True, slots=True)
-class ArmKey:
-    topology: str
-    spec_decoding: str
-    kv_offloading: str
-
-    @property
-    def label(self) -> str:
-        return self.label_with(spec=True, kv=True)
-
-    def label_with(self, *, spec: bool, kv: bool) -> str:
-        parts = [self.topology]
-        if spec and self.spec_decoding not in ("", "none"):
-            parts.append(f"spec={self.spec_decoding}")
-        if kv and self.kv_offloading not in ("", "none"):
-            parts.append(f"kv={self.kv_offloading}")
-        return " ".join(parts)
+#: What is served (model, precision, hardware, framework, scenario, ISL/OSL) and how (topology, speculative
+#: decoding, KV offloading): the store's identity types, which the analysis groups by.
+WorkloadKey = Workload
+ArmKey = Arm
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,21 +91,8 @@ class Measured:
     gpus_per_server: int
     gpus_per_node: int | None
     launch_fingerprint: str | None
-    interactivity_median: float | None
-    interactivity_p90: float | None
-    output_tok_per_s: float
-    total_tok_per_s: float
-    ttft_median: float | None
-    ttft_p90: float | None
-    ttft_p99: float | None
-    tpot_median: float | None
-    itl_median: float | None
-    itl_p90: float | None
-    itl_p99: float | None
-    e2el_median: float | None
-    e2el_p90: float | None
-    success_rate: float | None
-    kv_cache_tokens: int | None
+    # the figures as stored; interactivity is None where the streaming check warned (see ``buffered_stream``)
+    figures: Figures
     # The load generator's ``streaming`` check warned: responses arrived in one burst (buffered by the server,
     # or a starved client), so TPOT and interactivity are not real; they are left out (None) of frontiers
     buffered_stream: bool = False
@@ -159,6 +118,67 @@ class Measured:
     def measured_in(self) -> str:
         """The run that measured this point."""
         return self.source_run or self.run_id
+
+    # the figures, read through (``m.ttft_median``...)
+    @property
+    def interactivity_median(self) -> float | None:
+        return self.figures.interactivity_median
+
+    @property
+    def interactivity_p90(self) -> float | None:
+        return self.figures.interactivity_p90
+
+    @property
+    def output_tok_per_s(self) -> float:
+        return self.figures.output_tok_per_s
+
+    @property
+    def total_tok_per_s(self) -> float:
+        return self.figures.total_tok_per_s
+
+    @property
+    def ttft_median(self) -> float | None:
+        return self.figures.ttft_median
+
+    @property
+    def ttft_p90(self) -> float | None:
+        return self.figures.ttft_p90
+
+    @property
+    def ttft_p99(self) -> float | None:
+        return self.figures.ttft_p99
+
+    @property
+    def tpot_median(self) -> float | None:
+        return self.figures.tpot_median
+
+    @property
+    def itl_median(self) -> float | None:
+        return self.figures.itl_median
+
+    @property
+    def itl_p90(self) -> float | None:
+        return self.figures.itl_p90
+
+    @property
+    def itl_p99(self) -> float | None:
+        return self.figures.itl_p99
+
+    @property
+    def e2el_median(self) -> float | None:
+        return self.figures.e2el_median
+
+    @property
+    def e2el_p90(self) -> float | None:
+        return self.figures.e2el_p90
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.figures.success_rate
+
+    @property
+    def kv_cache_tokens(self) -> int | None:
+        return self.figures.kv_cache_tokens
 
     def estimate(self, key: str) -> Estimate | None:
         """The interval of one headline figure (``output_tok_per_s``, ``total_tok_per_s``,
@@ -263,31 +283,19 @@ def measured_from_rows(rows: Iterable[MeasuredRow], resolve: GpusPerNode,
     """:class:`Measured` points from the store's rows; ``run_of`` names the run a point is grouped under (a
     view groups each curve under its snapshot)."""
     nodes: dict[tuple[str, str], int | None] = {}
-    workloads: dict[tuple[object, ...], WorkloadKey] = {}
-    arms: dict[tuple[str, str, str], ArmKey] = {}
     out: list[Measured] = []
     for row in rows:
         key = (row.run_id, row.runner)
         if key not in nodes:
             nodes[key] = resolve(row.run_id, row.runner)
-        wk = (row.model_prefix, row.precision, row.hardware, row.framework, row.scenario, row.isl, row.osl)
-        workload = workloads.get(wk)
-        if workload is None:
-            workload = workloads[wk] = WorkloadKey(*wk)
-        ak = (row.topology, row.spec_decoding, row.kv_offloading)
-        arm = arms.get(ak)
-        if arm is None:
-            arm = arms[ak] = ArmKey(*ak)
         buffered = streaming_warned(row.checks_json)
-        x_median, x_p90 = (None, None) if buffered else (row.interactivity_median, row.interactivity_p90)
+        figures = row.figures._replace(interactivity_median=None, interactivity_p90=None) if buffered else row.figures
         pg, dg = (row.prefill_gpus, row.decode_gpus) if row.disagg else (None, None)
         run_id = run_of(row) if run_of is not None else row.run_id
         out.append(Measured(
-            run_id, row.point_id, workload, arm, row.runner, row.image, row.conc, row.gpus_per_server, nodes[key],
-            row.launch_fingerprint, x_median, x_p90, row.output_tok_per_s, row.total_tok_per_s, row.ttft_median,
-            row.ttft_p90, row.ttft_p99, row.tpot_median, row.itl_median, row.itl_p90, row.itl_p99, row.e2el_median,
-            row.e2el_p90, row.success_rate, row.kv_cache_tokens, buffered_stream=buffered, prefill_gpus=pg,
-            decode_gpus=dg, joules_per_output_token=row.joules_per_output_token, trials=row.trials or 1, ci=row.ci,
+            run_id, row.point_id, row.workload, row.arm, row.runner, row.image, row.conc, row.gpus_per_server,
+            nodes[key], row.launch_fingerprint, figures, buffered_stream=buffered, prefill_gpus=pg, decode_gpus=dg,
+            joules_per_output_token=row.joules_per_output_token, trials=row.trials or 1, ci=row.ci,
             source_run=None if run_id == row.run_id else row.run_id))
     return out
 

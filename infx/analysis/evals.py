@@ -4,41 +4,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from infx.analysis.accuracy import AccuracyComparison, compare_accuracy
 from infx.analysis.dataset import ArmKey, WorkloadKey, match_arm
+from infx.results.store.reads import EvalRow
 
 if TYPE_CHECKING:
     from infx.results.store import Store
 
-@dataclass(frozen=True)
-class EvalPoint:
-    run_id: str
-    point_id: str
-    workload: WorkloadKey
-    arm: ArmKey
-    conc: int
-    task: str
-    state: str  # pass | accuracy-fail | failed
-    reason: str
-    threshold: float | None
-    n: int | None
-    score_strict: float | None
-    score_flexible: float | None
-    stderr_strict: float | None
-    stderr_flexible: float | None
-    protocol_key: str
+
+#: A point's accuracy eval as the store keeps it, with the workload and arm it is grouped by.
+EvalPoint = EvalRow
 
 
 def load_evals(store: Store, run_ids: Sequence[str] | None = None) -> list[EvalPoint]:
-    return [EvalPoint(e.run_id, e.point_id, WorkloadKey(e.model_prefix, e.precision, e.hardware, e.framework,
-                                                        e.scenario, e.isl, e.osl),
-                      ArmKey(e.topology, e.spec_decoding, e.kv_offloading), e.conc, e.task, e.state, e.reason,
-                      e.threshold, e.n, e.score_strict, e.score_flexible, e.stderr_strict, e.stderr_flexible,
-                      e.protocol_key)
-            for e in store.evals(run_ids)]
+    return store.evals(run_ids)
 
 
 def answers(store: Store, run_id: str, point_id: str, column: str = "strict") -> dict[int, bool]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,24 +23,10 @@ from infx.interop.prtable import PRComparison, pr_comparison
 from infx.report.samples import LatencySamples, read_samples
 from infx.results.layout import RECORDS_FILE, ResultsDir, RunManifest
 from infx.results.store import Store
+from infx.results.store.reads import PointLineRow
 
-
-@dataclass(frozen=True)
-class PointLine:
-    """One row of the point table: every point of the run, measured or not."""
-
-    point_id: str
-    state: str
-    topology: str
-    conc: int
-    gpus_per_server: int
-    image: str
-    launch_fingerprint: str | None
-    failure_class: str | None
-    reason: str
-    log_tail: str
-    measured: Measured | None
-    kv_cache_tokens: int | None
+#: One row of the point table: every point of the run, measured or not (its figures: ``ReportData.measured_at``).
+PointLine = PointLineRow
 
 
 @dataclass
@@ -61,6 +48,14 @@ class ReportData:
     accuracy: list[AccuracyComparison] = field(default_factory=list)  # paired verdicts: arms, and vs baseline
     cost: Any = None  # infx.analysis.cost.CostView: the cost table applied at read time (never stored)
 
+    def measured_at(self, point_id: str) -> Measured | None:
+        """The measured figures of a point of this run (None: not measured)."""
+        return self._mine.get(point_id)
+
+    @functools.cached_property
+    def _mine(self) -> dict[str, Measured]:
+        return {m.point_id: m for m in self.measured if m.run_id == self.run_id}
+
     @property
     def per_node_known(self) -> bool:
         return all(m.gpus_per_node is not None for m in self.measured)
@@ -70,13 +65,15 @@ class ReportData:
         return "node" if self.per_node_known else "gpu"
 
 
-def _telemetry(store: Store, rd: ResultsDir, run_id: str, lines: list[PointLine]) -> list[Any]:
+def _telemetry(store: Store, rd: ResultsDir, run_id: str, lines: list[PointLine], mine: dict[str, Measured]
+               ) -> list[Any]:
     from infx.report.telemetry import load_point
 
     figures = store.telemetry_figures(run_id)
     out = []
     for line in lines:
-        if line.measured is None or line.point_id not in figures:
+        measured = mine.get(line.point_id)
+        if measured is None or line.point_id not in figures:
             continue
         try:
             extra = rd.read_result(run_id, line.point_id).extra
@@ -84,7 +81,7 @@ def _telemetry(store: Store, rd: ResultsDir, run_id: str, lines: list[PointLine]
             continue
         pt = load_point(rd.point_dir(run_id, line.point_id), line.point_id, line.conc, extra, figures[line.point_id])
         if pt is not None:
-            pt.energy_ci = line.measured.estimate("joules_per_output_token")
+            pt.energy_ci = measured.estimate("joules_per_output_token")
             out.append(pt)
     return out
 
@@ -143,12 +140,10 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
     mine = {m.point_id: m for m in measured if m.run_id == run_id}
     if run_id in in_view:
         lines = [PointLine(m.point_id, "done", m.arm.topology, m.conc, m.gpus_per_server, m.image,
-                           m.launch_fingerprint, None, f"measured in {m.measured_in}", "", m, m.kv_cache_tokens)
+                           m.launch_fingerprint, None, f"measured in {m.measured_in}", "", m.kv_cache_tokens)
                  for m in sorted(mine.values(), key=lambda m: (m.arm.topology, m.conc, m.point_id))]
     else:
-        lines = [PointLine(r.point_id, r.state, r.topology, r.conc, r.gpus_per_server, r.image, r.launch_fingerprint,
-                           r.failure_class, r.reason, r.log_tail, mine.get(r.point_id), r.kv_cache_tokens)
-                 for r in store.point_lines(run_id)]
+        lines = store.point_lines(run_id)
     data = ReportData(run_id, manifest, measured, lines, baseline, baseline_manifest)
     if view is not None:
         data.notes.append(f"{view.view_id}: {view.describe()}")
@@ -166,13 +161,14 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
     if results_root is not None:
         rd = ResultsDir(results_root)
         for line in lines:
-            if line.measured is not None:
-                path = rd.file(line.measured.measured_in, line.point_id, RECORDS_FILE)
+            measured_pt = mine.get(line.point_id)
+            if measured_pt is not None:
+                path = rd.file(measured_pt.measured_in, line.point_id, RECORDS_FILE)
                 got = read_samples(path) if path.is_file() else None
                 if got is not None:
                     data.samples[line.point_id] = got
         if run_id not in in_view:
-            data.telemetry = _telemetry(store, rd, run_id, lines)
+            data.telemetry = _telemetry(store, rd, run_id, lines, mine)
     data.arm_comparison = compare_arms(measured, run_id, norm=norm)
     if any(m.disagg for m in measured if m.run_id == run_id):
         from infx.analysis.aggdisagg import compare_agg_disagg

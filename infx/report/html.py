@@ -160,7 +160,7 @@ def point_table(data: ReportData, files_url: str | None = None) -> str:
               "<th>success</th><th>KV cache<br>tokens</th><th>launch</th></tr>")
     rows = []
     for p in data.points:
-        m = p.measured
+        m = data.measured_at(p.point_id)
         name = _e(p.point_id)
         if files_url is not None:
             base = f"{files_url}/{_e(data.run_id)}/points/{name}"
@@ -304,7 +304,7 @@ def render_report(data: ReportData, *, plotly_js: Literal["inline"] | str = "inl
     title = f"infx report: {m.run_id}"
     from infx.report.accuracy import accuracy_html
 
-    tput = {p.point_id: p.measured.throughput("total", "gpu") for p in data.points if p.measured is not None}
+    tput = {m.point_id: m.throughput("total", "gpu") for m in data.measured if m.run_id == data.run_id}
     accuracy_section = accuracy_html(data.evals, data.run_id, data.accuracy, tput, files_url)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

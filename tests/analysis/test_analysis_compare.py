@@ -16,14 +16,16 @@ from infx.analysis.frontier import Direction, StepFrontier
 from infx.diagnostics import InfxError
 from infx.results.layout import ResultsDir
 from infx.results.store import Store
+from infx.results.store.reads import Figures
 
 W = WorkloadKey("m", "fp4", "mi355x", "vllm", "agentic-coding", None, None)
 
 
 def meas(run: str, tp: int, conc: int, inter: float, total_per_server: float, gpn: int | None = 8) -> Measured:
     return Measured(run, f"m_tp{tp}_c{conc}", W, ArmKey(f"TP={tp}", "none", "none"), "cluster:x", "img", conc, tp,
-                    gpn, None, inter, inter * 0.8, total_per_server / 9, total_per_server, 100.0, 150.0, 200.0,
-                    1000 / inter, 1000 / inter, 1100 / inter, 1200 / inter, 5000.0, 6000.0, 1.0, None)
+                    gpn, None, Figures(inter, inter * 0.8, total_per_server / 9, total_per_server, 100.0, 150.0,
+                                       200.0, 1000 / inter, 1000 / inter, 1100 / inter, 1200 / inter, 5000.0, 6000.0,
+                                       1.0, None))
 
 
 # Hand-made arms, per node (8-GPU nodes):
@@ -347,7 +349,7 @@ def test_energy_verdicts_read_the_energy_interval() -> None:
         out = []
         for c, inter in ((1, 100.0), (4, 60.0), (16, 30.0)):
             m = Measured("r", f"{topo}{c}", wl, ArmKey(topo, "none", "none"), "h100-cw", "img", c, 1, 8, None,
-                         inter, inter, 1000.0 * c ** 0.5, 2000.0 * c ** 0.5, *(None,) * 11,
+                         Figures(inter, inter, 1000.0 * c ** 0.5, 2000.0 * c ** 0.5, *(None,) * 11),
                          joules_per_output_token=j / c ** 0.3, trials=3, ci=ci)
             out.append(m)
         return out

@@ -49,7 +49,7 @@ def test_a_changed_point_replaces_every_row_of_it(store_url: str, seed_results: 
         rep = st.ingest_dir(seed_results.root)
         assert (rep.ingested, rep.unchanged) == (1, 23)
         got = [m for m in st.measured(["pr-1234"]) if m.point_id == PID]
-        assert [m.interactivity_median for m in got] == [999.0]
+        assert [m.figures.interactivity_median for m in got] == [999.0]
         assert st.counts() == SEED_COUNTS
 
 

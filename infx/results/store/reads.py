@@ -141,11 +141,10 @@ def scope_points(conn: sa.Connection, run_ids: Sequence[str]) -> list[ScopePoint
 # --------------------------------------------------------------------------------------- measured points
 
 
-class MeasuredRow(NamedTuple):
-    """A measured (done) point with the figures the analysis and the report read (latencies in ms)."""
+class Workload(NamedTuple):
+    """What is being served: a point's model, precision, hardware, framework, scenario and sequence lengths
+    (the analysis compares arms within one workload)."""
 
-    run_id: str
-    point_id: str
     model_prefix: str
     precision: str
     hardware: str
@@ -153,14 +152,37 @@ class MeasuredRow(NamedTuple):
     scenario: str
     isl: int | None
     osl: int | None
+
+    @property
+    def label(self) -> str:
+        seq = "agentic" if self.scenario == "agentic-coding" else f"{self.isl}/{self.osl}"
+        return f"{self.model_prefix} {self.precision} {self.hardware} {self.framework} {seq}"
+
+
+class Arm(NamedTuple):
+    """How it is served: topology, speculative decoding and KV offloading (arms compete within a workload)."""
+
     topology: str
     spec_decoding: str
     kv_offloading: str
-    runner: str
-    image: str
-    conc: int
-    gpus_per_server: int
-    launch_fingerprint: str | None
+
+    @property
+    def label(self) -> str:
+        return self.label_with(spec=True, kv=True)
+
+    def label_with(self, *, spec: bool, kv: bool) -> str:
+        parts = [self.topology]
+        if spec and self.spec_decoding not in ("", "none"):
+            parts.append(f"spec={self.spec_decoding}")
+        if kv and self.kv_offloading not in ("", "none"):
+            parts.append(f"kv={self.kv_offloading}")
+        return " ".join(parts)
+
+
+class Figures(NamedTuple):
+    """The figures of a measured point the analysis and the report read (latencies in ms, throughput per
+    server, interactivity in tok/s/user)."""
+
     interactivity_median: float | None
     interactivity_p90: float | None
     output_tok_per_s: float
@@ -176,6 +198,21 @@ class MeasuredRow(NamedTuple):
     e2el_p90: float | None
     success_rate: float | None
     kv_cache_tokens: int | None
+
+
+class MeasuredRow(NamedTuple):
+    """A measured (done) point as :func:`measured` reads it."""
+
+    run_id: str
+    point_id: str
+    workload: Workload
+    arm: Arm
+    runner: str
+    image: str
+    conc: int
+    gpus_per_server: int
+    launch_fingerprint: str | None
+    figures: Figures
     prefill_gpus: int | None
     decode_gpus: int | None
     disagg: int
@@ -185,15 +222,23 @@ class MeasuredRow(NamedTuple):
     ci: bytes | None
 
 
+def _workload_cols() -> list[sa.ColumnElement[Any]]:
+    return [p.c.model_prefix, p.c.precision, p.c.hardware, p.c.framework, p.c.scenario, p.c.isl, p.c.osl]
+
+
+def _arm_cols() -> list[sa.ColumnElement[Any]]:
+    return [p.c.topology, sa.func.coalesce(p.c.spec_decoding, "none"), sa.func.coalesce(p.c.kv_offloading, "none")]
+
+
 def measured(conn: sa.Connection, run_ids: Sequence[str] | None, have: Have = None) -> list[MeasuredRow]:
     """Every measured point of the given runs (all runs when None), ordered by run, topology, conc, point."""
     energy = _has(have, "telemetry")
-    cols = [p.c.run_id, p.c.point_id, p.c.model_prefix, p.c.precision, p.c.hardware, p.c.framework, p.c.scenario,
-            p.c.isl, p.c.osl, p.c.topology, sa.func.coalesce(p.c.spec_decoding, "none"),
-            sa.func.coalesce(p.c.kv_offloading, "none"), p.c.runner, p.c.image, p.c.conc, p.c.gpus_per_server,
-            p.c.launch_fingerprint, r.c.interactivity_median, r.c.interactivity_p90, r.c.output_tok_per_s,
-            r.c.total_tok_per_s, r.c.ttft_median, r.c.ttft_p90, r.c.ttft_p99, r.c.tpot_median, r.c.itl_median,
-            r.c.itl_p90, r.c.itl_p99, r.c.e2el_median, r.c.e2el_p90, r.c.success_rate, s.c.kv_cache_tokens,
+    # the SELECT in the rows' field order: (run, point), Workload, Arm, facts, Figures, the rest
+    cols = [p.c.run_id, p.c.point_id, *_workload_cols(), *_arm_cols(),
+            p.c.runner, p.c.image, p.c.conc, p.c.gpus_per_server, p.c.launch_fingerprint,
+            r.c.interactivity_median, r.c.interactivity_p90, r.c.output_tok_per_s, r.c.total_tok_per_s,
+            r.c.ttft_median, r.c.ttft_p90, r.c.ttft_p99, r.c.tpot_median, r.c.itl_median, r.c.itl_p90, r.c.itl_p99,
+            r.c.e2el_median, r.c.e2el_p90, r.c.success_rate, s.c.kv_cache_tokens,
             _col(have, p.c.prefill_gpus), _col(have, p.c.decode_gpus), _col(have, p.c.disagg, 0), r.c.checks_json,
             t.c.joules_per_output_token if energy else sa.null(), _col(have, r.c.trials, 1), _col(have, r.c.ci)]
     j = (p.join(r, sa.and_(r.c.run_id == p.c.run_id, r.c.point_id == p.c.point_id))
@@ -202,8 +247,17 @@ def measured(conn: sa.Connection, run_ids: Sequence[str] | None, have: Have = No
         j = j.outerjoin(t, sa.and_(t.c.run_id == p.c.run_id, t.c.point_id == p.c.point_id, t.c.power_valid == 1))
     q = (sa.select(*cols).select_from(j).where(p.c.state == "done", _runs_in(p.c.run_id, run_ids))
          .order_by(p.c.run_id, p.c.topology, p.c.conc, p.c.point_id))
-    make = MeasuredRow._make
-    return [make(row) for row in conn.execute(q)]
+    workloads: dict[tuple[Any, ...], Workload] = {}  # a few distinct ones: each built once
+    arms: dict[tuple[Any, ...], Arm] = {}
+    out = []
+    for row in conn.execute(q):
+        wk, ak = tuple(row[2:9]), tuple(row[9:12])
+        workload = workloads.get(wk) or workloads.setdefault(wk, Workload._make(wk))
+        arm = arms.get(ak) or arms.setdefault(ak, Arm._make(ak))
+        out.append(MeasuredRow(row[0], row[1], workload, arm, row[12], row[13], row[14], row[15], row[16],
+                               Figures._make(row[17:32]), row[32], row[33], row[34], row[35], row[36], row[37],
+                               row[38]))
+    return out
 
 
 class PointLineRow(NamedTuple):
@@ -237,21 +291,15 @@ def point_lines(conn: sa.Connection, run_id: str) -> list[PointLineRow]:
 
 
 class EvalRow(NamedTuple):
+    """A point's accuracy eval: its state (pass | accuracy-fail | failed), scores per filter and protocol."""
+
     run_id: str
     point_id: str
-    model_prefix: str
-    precision: str
-    hardware: str
-    framework: str
-    scenario: str
-    isl: int | None
-    osl: int | None
-    topology: str
-    spec_decoding: str
-    kv_offloading: str
+    workload: Workload
+    arm: Arm
     conc: int
     task: str
-    state: str  # pass | accuracy-fail | failed
+    state: str
     reason: str
     threshold: float | None
     n: int | None
@@ -266,14 +314,13 @@ def evals(conn: sa.Connection, run_ids: Sequence[str] | None, have: Have = None)
     if not _has(have, "evals"):
         return []  # a store from before the evals revision (opened read-only)
     e = schema.evals
-    q = (sa.select(p.c.run_id, p.c.point_id, p.c.model_prefix, p.c.precision, p.c.hardware, p.c.framework,
-                   p.c.scenario, p.c.isl, p.c.osl, p.c.topology, sa.func.coalesce(p.c.spec_decoding, "none"),
-                   sa.func.coalesce(p.c.kv_offloading, "none"), p.c.conc, e.c.task, e.c.state, e.c.reason,
-                   e.c.threshold, e.c.n, e.c.score_strict, e.c.score_flexible, e.c.stderr_strict,
+    q = (sa.select(p.c.run_id, p.c.point_id, *_workload_cols(), *_arm_cols(), p.c.conc, e.c.task, e.c.state,
+                   e.c.reason, e.c.threshold, e.c.n, e.c.score_strict, e.c.score_flexible, e.c.stderr_strict,
                    e.c.stderr_flexible, e.c.protocol_key)
          .select_from(e.join(p, sa.and_(p.c.run_id == e.c.run_id, p.c.point_id == e.c.point_id)))
          .where(_runs_in(p.c.run_id, run_ids)).order_by(p.c.run_id, p.c.topology, p.c.conc, p.c.point_id))
-    return [EvalRow._make(row) for row in conn.execute(q)]
+    return [EvalRow(row[0], row[1], Workload._make(row[2:9]), Arm._make(row[9:12]), *row[12:])
+            for row in conn.execute(q)]
 
 
 def answers(conn: sa.Connection, run_id: str, point_id: str, column: str) -> dict[int, bool]:
