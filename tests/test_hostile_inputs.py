@@ -232,6 +232,9 @@ CASES = [
     Case("store-is-a-directory", _store("directory"), ["ingest", "results"], "infx.db"),
     Case("store-dropped-table", _store("dropped-table"), ["ingest", "results"], "infx.db"),
     Case("store-newer-schema", _store("newer-schema"), ["ingest", "results"], "infx.db"),
+    Case("store-server-unreachable", _results, ["ingest", "results", "--store", "postgresql://u:pw@127.0.0.1:1/db"],
+         "postgresql://u:***@127.0.0.1:1/db"),
+    Case("store-url-unknown-scheme", _results, ["ingest", "results", "--store", "mysql://u@h/db"], "--store"),
     # output paths checked before work
     Case("bench-out-is-a-file", _write("f", "x"), [*BENCH, "--out", "f"], "f"),
     Case("replay-out-is-a-file", _both(_write("f", "x"), _write("t.jsonl", "")),

@@ -90,11 +90,11 @@ def parse(text: str, found_by: FoundBy = "--store") -> StoreUrl:
     scheme = value.split("://", 1)[0].lower() if "://" in value else ""
     if not scheme:
         return sqlite_url(Path(value).expanduser(), found_by)
-    if scheme == "sqlite":
+    if scheme == "sqlite":  # as SQLAlchemy reads it: sqlite:///relative/infx.db, sqlite:////absolute/infx.db
         path = value.split("://", 1)[1]
-        if not path.startswith("/") or path == "/" or path.startswith("//:memory"):
+        if not path.startswith("/") or path in ("/", "//") or ":memory:" in path:
             raise InfxError(Diagnostic(f"{where}: expected sqlite:///PATH/TO/infx.db, got {mask(value)!r}"))
-        return sqlite_url(Path(path[1:] if path.startswith("//") else path), found_by)
+        return sqlite_url(Path(path[1:]).expanduser(), found_by)
     if scheme not in _PG_SCHEMES:
         raise InfxError(Diagnostic(f"{where}: unsupported store URL scheme {scheme!r} in {mask(value)!r} "
                                    "(expected postgresql://USER@HOST:PORT/DB or a SQLite file path)"))

@@ -558,8 +558,9 @@ def release_runs(backend: Backend, runs: Iterable[str], columns: Columns = None)
     run_ids = sorted(set(runs))
     if not run_ids or (columns is not None and "quarantine" not in columns):
         return
-    with backend.write() as conn:
-        if conn.execute(sa.select(q.c.rule).limit(1)).first() is None:
+    mine = sa.and_(q.c.run_id.in_(run_ids), q.c.point_id.is_(None), q.c.rule.in_(("bad-manifest", "no-manifest")))
+    with backend.read() as conn:  # the usual case: nothing to release, and no write lock taken for it
+        if conn.execute(sa.select(q.c.rule).where(mine).limit(1)).first() is None:
             return
-        conn.execute(sa.delete(q).where(q.c.run_id.in_(run_ids), q.c.point_id.is_(None),
-                                        q.c.rule.in_(("bad-manifest", "no-manifest"))))
+    with backend.write() as conn:
+        conn.execute(sa.delete(q).where(mine))
