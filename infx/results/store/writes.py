@@ -38,6 +38,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
+from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.results.evalrows import eval_rows
 from infx.results.layout import RunManifest
@@ -62,7 +63,7 @@ Row = tuple[Any, ...]
 Columns = dict[str, frozenset[str]] | None
 
 _TABLES = {t.name: t for t in schema.POINT_TABLES}
-_CHUNK = 400  # keys per IN list (SQLite allows 32766 variables; PostgreSQL 65535)
+_CHUNK = 900  # keys per IN list (SQLite allows 32766 variables; PostgreSQL 65535)
 
 
 # --------------------------------------------------------------------------------------------- rows
@@ -74,7 +75,9 @@ class RowBatch:
     def __init__(self) -> None:
         self.rows: dict[str, list[Row]] = {name: [] for name in _TABLES}
         self.digests: dict[Key, str] = {}
-        self._topology: dict[tuple[Any, ...], str] = {}
+        # recipe fingerprint -> the identity columns of its points (everything but concurrency, names, ids and
+        # image is in the fingerprint, so every point of one recipe has the same identity)
+        self._identity: dict[str, tuple[Row, Row, Row]] = {}
         self._json: dict[tuple[Any, ...], str] = {}  # small JSON columns repeat: encode each once
         #: (key, reason) of the points whose rows cannot be stored; none of their rows is written.
         self.rejected: list[tuple[Key, str]] = []
@@ -117,27 +120,29 @@ class RowBatch:
             text = self._json[key] = json.dumps([c.model_dump() for c in checks])
         return text
 
+    def _identity_of(self, p: Point, recipe: str) -> tuple[Row, Row, Row]:
+        """(model .. gpus_per_server, scenario .. kv_offloading, prefill_gpus .. scope) of ``p``'s points row."""
+        hardware = hardware_of(p.runner)
+        prefill, decode, disagg = role_gpus_of(p)
+        scope = scope_key(p.model, hardware, p.framework, p.precision, p.scenario_type, p.isl, p.osl,
+                          p.spec_decoding, disagg, recipe)
+        multinode = p.multinode
+        return ((p.model, p.model_prefix, hardware, p.runner, p.framework, p.precision, topology_label(p), p.tp,
+                 p.pp, p.ep, int(p.dp_attn), p.dcp_size, p.pcp_size, int(multinode), p.gpus_per_server),
+                (p.scenario_type, p.isl, p.osl, p.spec_decoding, p.kv_offloading),
+                (prefill, decode, disagg, recipe, scope))
+
     def _build(self, b: PointBundle) -> list[tuple[str, list[Row]]]:
         p, s, r = b.point, b.status, b.result
         run_id, point_id = b.run_id, p.point_id
-        multinode = p.multinode
-        if multinode:
-            topo = topology_label(p)
-        else:
-            tkey = (p.tp, p.pp, p.ep, p.dp_attn, p.pcp_size, p.dcp_size)
-            known = self._topology.get(tkey)
-            topo = known if known is not None else self._topology.setdefault(tkey, topology_label(p))
-        hardware = hardware_of(p.runner)
-        prefill, decode, disagg = role_gpus_of(p)
         recipe = b.recipe or recipe_fingerprint(json.loads(b.point_json)["point"])
-        scope = scope_key(p.model, hardware, p.framework, p.precision, p.scenario_type, p.isl, p.osl,
-                          p.spec_decoding, disagg, recipe)
+        ident = self._identity.get(recipe)
+        if ident is None:
+            ident = self._identity[recipe] = self._identity_of(p, recipe)
+        head, seq, roles = ident
         out: list[tuple[str, list[Row]]] = [("points", [(
-            run_id, point_id, b.digest, p.model, p.model_prefix, hardware, p.runner,
-            p.framework, p.precision, topo, p.tp, p.pp, p.ep, int(p.dp_attn), p.dcp_size, p.pcp_size,
-            int(multinode), p.gpus_per_server, point_conc(p, r), p.scenario_type, p.isl, p.osl,
-            p.spec_decoding, p.kv_offloading, p.image, b.launch_fingerprint, s.state, b.point_json,
-            prefill, decode, disagg, recipe, scope)])]
+            run_id, point_id, b.digest, *head, point_conc(p, r), *seq, p.image, b.launch_fingerprint, s.state,
+            b.point_json, *roles)])]
         if r is not None:
             m, t = r.metrics, r.metrics.throughput
             ttft, tpot, itl, e2el = m.ttft_ms, m.tpot_ms, m.itl_ms, m.e2el_ms
