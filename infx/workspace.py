@@ -55,10 +55,21 @@ class WorkspacePaths(BaseModel):
     benchmarks: str = "benchmarks"  # InferenceX bench scripts (benchmarks/single_node/...)
 
 
+class WorkspaceStore(BaseModel):
+    """``[store]`` of ``infx.toml``: the results store every command of the workspace uses
+    (``url = "postgresql://USER@HOST:PORT/DB"`` for a team store; default: ``RESULTS/infx.db``).
+    Credentials come from the environment or ``~/.pgpass``, never from this file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = None
+
+
 class WorkspaceFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     paths: WorkspacePaths = WorkspacePaths()
+    store: WorkspaceStore = WorkspaceStore()
 
 
 class Workspace(BaseModel):
@@ -69,6 +80,7 @@ class Workspace(BaseModel):
     root: Path
     found_by: FoundBy
     paths: WorkspacePaths = WorkspacePaths()
+    store: WorkspaceStore = WorkspaceStore()
 
     def _at(self, rel: str) -> Path:
         return self.root / rel
@@ -114,6 +126,11 @@ class Workspace(BaseModel):
     @property
     def benchmarks_dir(self) -> Path:
         return self._at(self.paths.benchmarks)
+
+    @property
+    def store_url(self) -> str | None:
+        """``[store] url`` of ``infx.toml`` (None: the results directory's ``infx.db``)."""
+        return self.store.url
 
     @property
     def cache_dir(self) -> Path:
@@ -227,8 +244,8 @@ def at(root: str | Path, found_by: FoundBy = "--workspace") -> Workspace:
     """The workspace rooted at ``root`` (its ``infx.toml`` read when present)."""
     root = Path(root).resolve()
     marker = root / MARKER
-    paths = load_workspace_file(marker).paths if marker.is_file() else WorkspacePaths()
-    return Workspace(root=root, found_by=found_by, paths=paths)
+    wf = load_workspace_file(marker) if marker.is_file() else WorkspaceFile()
+    return Workspace(root=root, found_by=found_by, paths=wf.paths, store=wf.store)
 
 
 def _explicit(path: Path, source: str) -> Path:

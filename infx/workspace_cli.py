@@ -16,9 +16,11 @@ def workspace_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Print the workspace every command uses here: its root, how it was found, and each path."""
+    from infx.results.store.url import resolve as resolve_store
     from infx.workspace import BUILTIN_CARDS_DIR, BUILTIN_RECIPES_DIR, current
 
     ws = current()
+    store = resolve_store(None, ws.results_dir)  # its password masked: a URL is never printed whole
     rows = [
         ("root", ws.root, f"found by {ws.found_by}"),
         ("marker", ws.marker or "-", "infx.toml" if ws.marker else "none (defaults)"),
@@ -30,6 +32,7 @@ def workspace_cmd(
         ("perf-changelog", ws.changelog, _exists(ws.changelog)),
         ("results", ws.results_dir, _exists(ws.results_dir)),
         ("cache", ws.cache_dir, _exists(ws.cache_dir)),
+        ("store", store.display, f"{store.kind}, from {store.found_by}"),
     ]
     if as_json:
         typer.echo(json.dumps({k: {"path": str(p), "note": n} for k, p, n in rows}

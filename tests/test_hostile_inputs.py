@@ -239,6 +239,9 @@ CASES = [
     Case("store-is-a-directory", _store("directory"), ["ingest", "results"], "infx.db"),
     Case("store-dropped-table", _store("dropped-table"), ["ingest", "results"], "infx.db"),
     Case("store-newer-schema", _store("newer-schema"), ["ingest", "results"], "infx.db"),
+    Case("store-server-unreachable", _results, ["ingest", "results", "--store", "postgresql://u:pw@127.0.0.1:1/db"],
+         "postgresql://u:***@127.0.0.1:1/db"),
+    Case("store-url-unknown-scheme", _results, ["ingest", "results", "--store", "mysql://u@h/db"], "--store"),
     # output paths checked before work
     Case("bench-out-is-a-file", _write("f", "x"), [*BENCH, "--out", "f"], "f"),
     Case("replay-out-is-a-file", _both(_write("f", "x"), _write("t.jsonl", "")),
@@ -325,6 +328,7 @@ def test_a_locked_store_is_one_line_naming_it(tmp_path: Path, monkeypatch: pytes
     """Another writer holds infx.db: ingest waits its bound (here 0.3 s instead of 30 s, so the case
     stays inside the corpus' 5 s), then says so in one line naming the store, exit 2."""
     from infx.results import store as store_mod
+    from infx.results.store import backend
 
     root = _results(tmp_path)
     with store_mod.Store(root / "infx.db") as s:
@@ -332,7 +336,7 @@ def test_a_locked_store_is_one_line_naming_it(tmp_path: Path, monkeypatch: pytes
     holder = sqlite3.connect(root / "infx.db", isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")  # the other writer, mid-transaction
     try:
-        monkeypatch.setattr(store_mod, "LOCK_WAIT_S", 0.3)
+        monkeypatch.setattr(backend, "LOCK_WAIT_S", 0.3)
         r = CliRunner().invoke(app, ["ingest", str(root)])
     finally:
         holder.rollback()

@@ -95,3 +95,17 @@ def test_a_catalog_repository_elsewhere(installed: Path, tmp_path: Path) -> None
     assert sorted({v["status"] for v in json.loads(pf.stdout) if "_tp2_" in v["exp_name"]}) == ["fail"]
     dry = _run([infx, "run", "--config-keys", SEED, "--dry-run"], ws)
     assert dry.returncode == 0 and dry.stderr.count("preflight:memory") == 8, dry.stderr
+
+
+def test_the_store_migrations_ship_in_the_wheel(installed: Path, tmp_path: Path) -> None:
+    """The Alembic revisions are package files: the installed infx upgrades a store written before them."""
+    r = _run([str(installed / "python"), "-c", "from infx.results.store import migrate; print(migrate.MIGRATIONS_DIR)"],
+             tmp_path)
+    assert r.returncode == 0, r.stderr
+    versions = Path(r.stdout.strip()) / "versions"
+    assert "site-packages" in str(versions) and (versions / "v0001_runs_points_results.py").is_file()
+    old = tmp_path / "infx.db"
+    shutil.copyfile(REPO / "tests" / "fixtures" / "store" / "schema7.db", old)
+    up = _run([str(installed / "infx"), "store", "migrate", "--store", str(old)], tmp_path)
+    assert up.returncode == 0, up.stderr
+    assert "revision 0007 -> revision 0008" in up.stdout

@@ -14,11 +14,21 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from infx.analysis.compare import Comparison, ComparisonSet, _frontier_pair
-from infx.analysis.dataset import ArmKey, Measured, WorkloadKey, require_nodes, series
+from infx.analysis.dataset import (
+    ArmKey,
+    ArmSeries,
+    Measured,
+    WorkloadKey,
+    norm_of,
+    require_nodes,
+    series,
+    x_metric_of,
+    y_metric_of,
+)
 
 
 def _family(w: WorkloadKey) -> WorkloadKey:
-    return replace(w, framework="*")
+    return w._replace(framework="*")
 
 
 def compare_agg_disagg(measured: Sequence[Measured], run_id: str, *, x_metric: str = "interactivity",
@@ -35,8 +45,9 @@ def compare_agg_disagg(measured: Sequence[Measured], run_id: str, *, x_metric: s
                                   m.arm.spec_decoding, m.arm.kv_offloading)) for m in pts]
     notes: list[str] = []
     out: list[Comparison] = []
-    by_family: dict[WorkloadKey, list] = defaultdict(list)
-    for workload, arms in series(rekeyed, x_metric=x_metric, y_metric=y_metric, norm=norm).items():  # type: ignore[arg-type]
+    by_family: dict[WorkloadKey, list[ArmSeries]] = defaultdict(list)
+    for workload, arms in series(rekeyed, x_metric=x_metric_of(x_metric), y_metric=y_metric_of(y_metric),
+                                 norm=norm_of(norm)).items():
         by_family[workload].extend(arms)
     for workload, arms in by_family.items():
         agg = [a for a in arms if not a.points[0].disagg]
@@ -46,7 +57,8 @@ def compare_agg_disagg(measured: Sequence[Measured], run_id: str, *, x_metric: s
             same = [a for a in agg if a.points[0].gpus_per_server == gpus]
             if not same:
                 notes.append(f"{workload.label}: no aggregated arm with {gpus} GPU(s) to set against {d.label} "
-                             f"(aggregated: {', '.join(f'{a.label} {a.points[0].gpus_per_server} GPU(s)' for a in agg) or 'none'})")
+                             "(aggregated: "
+                             f"{', '.join(f'{a.label} {a.points[0].gpus_per_server} GPU(s)' for a in agg) or 'none'})")
                 continue
             for a in same:
                 out.append(_frontier_pair(a, d, at=at, ladder_points=ladder_points, margin=margin))

@@ -9,7 +9,7 @@ more trials would decide". Arms measured at the same concurrencies are
 also compared point by point (``by_conc``). A winner is only named from intervals across trials.
 
 The step-frontier shape (``ranges``, ``crossovers``) is kept as a description of the point
-estimates: ratio A/B is constant between consecutive breakpoints. Both frontiers are step functions, so the ratio A/B is constant between consecutive breakpoints
+estimates. Both frontiers are step functions, so the ratio A/B is constant between consecutive breakpoints
 (the frontier points' x values). The comparison walks those intervals over the range both arms
 measured, merges neighbours with the same winner into *ranges* (with a verdict sentence each) and
 reports a *crossover* wherever the winner changes. Outside an arm's measured range nothing is
@@ -18,6 +18,7 @@ said about it (no extrapolation); the ladder entries there say why they have no 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
@@ -152,10 +153,10 @@ def compare_frontiers(
     if a.x_dir is not b.x_dir or a.y_dir is not b.y_dir:
         raise ValueError("frontiers with different axis directions cannot be compared")
     better_y = a.y_dir  # MAX: larger y wins
-    targets = list(at) if at is not None else default_ladder(a, b, ladder_points)
-    va, vb = a.values_at(targets), b.values_at(targets)
+    xs = list(at) if at is not None else default_ladder(a, b, ladder_points)
+    va, vb = a.values_at(xs), b.values_at(xs)
     ladder: list[LadderEntry] = []
-    for t, ya, yb in zip(targets, va.tolist(), vb.tolist()):
+    for t, ya, yb in zip(xs, va.tolist(), vb.tolist(), strict=True):
         notes = []
         for f, y, label in ((a, ya, a_label), (b, yb, b_label)):
             if math.isnan(y):
@@ -182,10 +183,10 @@ def compare_frontiers(
             probes, spans = np.array([lo]), [(lo, hi)]
         else:
             probes = (cuts[:-1] + cuts[1:]) / 2
-            spans = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+            spans = list(itertools.pairwise(cuts.tolist()))
         pa, pb = a.values_at(probes), b.values_at(probes)
         segs: list[tuple[float, float, Winner, float]] = []
-        for (s_lo, s_hi), ya, yb in zip(spans, pa.tolist(), pb.tolist()):
+        for (s_lo, s_hi), ya, yb in zip(spans, pa.tolist(), pb.tolist(), strict=True):
             segs.append((s_lo, s_hi, *_segment_winner(ya, yb, better_y)))
         for s_lo, s_hi, w, r in segs:
             if ranges and ranges[-1].winner == w:
@@ -197,7 +198,7 @@ def compare_frontiers(
         ranges = [rg.model_copy(update={"text": _range_text(rg, a_label, b_label, y_label, x_unit, overlap)})
                   for rg in ranges]
         decided = [rg for rg in ranges if rg.winner != "tie"]
-        for r1, r2 in zip(decided, decided[1:]):
+        for r1, r2 in itertools.pairwise(decided):
             if r1.winner != r2.winner:
                 c_lo, c_hi = r1.hi, r2.lo
                 where = (f"at {_fmt(c_lo)} {x_unit}" if c_lo == c_hi
@@ -264,8 +265,8 @@ def drift_variance(pairs: Sequence[tuple[float, Estimate1, Estimate1]]) -> float
     if len(d) < 3:
         return 0.0
     sw = sum(w)
-    mean = sum(wi * di for wi, di in zip(w, d)) / sw
-    q = sum(wi * (di - mean) ** 2 for wi, di in zip(w, d))
+    mean = sum(wi * di for wi, di in zip(w, d, strict=True)) / sw
+    q = sum(wi * (di - mean) ** 2 for wi, di in zip(w, d, strict=True))
     denom = sw - sum(wi * wi for wi in w) / sw
     return max(0.0, (q - (len(d) - 1)) / denom) if denom > 0 else 0.0
 
@@ -313,7 +314,9 @@ def decide(x: float, ea: Estimate1, eb: Estimate1, better_y: Direction, margin: 
     bound = math.log1p(margin)
     n = min(na, nb)
     within = n < MIN_TRIALS_FOR_WINNER
-    pct = lambda v: f"{(math.exp(v) - 1) * 100:+.1f}%"  # noqa: E731
+    def pct(v: float) -> str:
+        return f"{(math.exp(v) - 1) * 100:+.1f}%"
+
     if not within and (lo > bound or hi < -bound):
         win, lose = (a_label, b_label) if lo > 0 else (b_label, a_label)
         dd, l2, h2 = (d, lo, hi) if lo > 0 else (-d, -hi, -lo)
@@ -448,18 +451,18 @@ class ComparisonSet(_Model):
     accuracy: list[AccuracyComparison] = Field(default_factory=list)  # paired evals of the same arms
 
 
-def _frontier_pair(sa: ArmSeries, sb: ArmSeries, **kw: object) -> Comparison:
+def _frontier_pair(sa: ArmSeries, sb: ArmSeries, *, at: Sequence[float] | None, ladder_points: int, margin: float,
+                   match_conc: bool = False) -> Comparison:
     from infx.analysis.dataset import X_AXES, y_axis
 
     xa = X_AXES[sa.x_metric]
     ca, cb = sa.by_conc(), sb.by_conc()
-    match = bool(kw.pop("match_conc", False))
-    pairs = [(float(c), ca[c], cb[c]) for c in sorted(set(ca) & set(cb))] if match else []
+    pairs = [(float(c), ca[c], cb[c]) for c in sorted(set(ca) & set(cb))] if match_conc else []
     return compare_frontiers(sa.frontier(), sb.frontier(), a_label=sa.label, b_label=sb.label, by_conc=pairs,
-                             drift=match,
+                             drift=match_conc,
                              x_label=xa.label.lower(), x_unit=xa.unit,
                              y_label=y_axis(sa.y_metric, sa.norm).label.lower(),
-                             workload=sa.workload.label, **kw)  # type: ignore[arg-type]
+                             workload=sa.workload.label, at=at, ladder_points=ladder_points, margin=margin)
 
 
 def _envelope(arms: Sequence[ArmSeries], run_id: str) -> ArmSeries:
@@ -480,14 +483,15 @@ def compare_arms(measured: Sequence[Measured], run_id: str, a: str | None = None
                  margin: float = DEFAULT_MARGIN) -> ComparisonSet:
     """Arms of one run against each other (``a``/``b`` select arms, e.g. ``tp=2``; without them
     every pair of arms of each workload is compared, fewer GPUs per server first)."""
-    from infx.analysis.dataset import match_arm, require_nodes, series
+    from infx.analysis.dataset import match_arm, norm_of, require_nodes, series, x_metric_of, y_metric_of
 
     pts = [m for m in measured if m.run_id == run_id]
     if norm == "node" and y_metric != "energy":  # energy per token is whole-deployment: no node count
         require_nodes(pts)
     notes: list[str] = []
     out: list[Comparison] = []
-    for workload, arms in series(pts, x_metric=x_metric, y_metric=y_metric, norm=norm).items():  # type: ignore[arg-type]
+    for workload, arms in series(pts, x_metric=x_metric_of(x_metric), y_metric=y_metric_of(y_metric),
+                                     norm=norm_of(norm)).items():
         arms.sort(key=lambda s: (s.points[0].gpus_per_server, s.label))
         if a or b:
             left = [s for s in arms if a and match_arm(a, s.arm)]
@@ -515,14 +519,15 @@ def compare_runs(measured: Sequence[Measured], run_id: str, baseline: str, *, ar
                  at: Sequence[float] | None = None, ladder_points: int = 10,
                  margin: float = DEFAULT_MARGIN) -> ComparisonSet:
     """Each arm of ``run_id`` against the same arm (same workload and topology) of ``baseline``."""
-    from infx.analysis.dataset import NORM_UNITS, match_arm, require_nodes, series
+    from infx.analysis.dataset import NORM_UNITS, match_arm, norm_of, require_nodes, series, x_metric_of, y_metric_of
 
     pts = [m for m in measured if m.run_id in (run_id, baseline)]
     if norm == "node" and y_metric != "energy":  # energy per token is whole-deployment: no node count
         require_nodes(pts)
     notes: list[str] = []
     out: list[Comparison] = []
-    for workload, arms in series(pts, x_metric=x_metric, y_metric=y_metric, norm=norm).items():  # type: ignore[arg-type]
+    for workload, arms in series(pts, x_metric=x_metric_of(x_metric), y_metric=y_metric_of(y_metric),
+                                     norm=norm_of(norm)).items():
         mine = {s.arm: s for s in arms if s.run_id == run_id and (arm is None or match_arm(arm, s.arm))}
         base = {s.arm: s for s in arms if s.run_id == baseline and (arm is None or match_arm(arm, s.arm))}
         for key in sorted(set(mine) | set(base), key=lambda k: k.label):

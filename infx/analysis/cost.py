@@ -32,8 +32,11 @@ from infx.analysis.costmodel import CostModel, Price
 from infx.analysis.frontier import Direction, StepFrontier
 
 if TYPE_CHECKING:
-    from infx.analysis.compare import ComparisonSet
+    from pathlib import Path
+
+    from infx.analysis.compare import Comparison, ComparisonSet
     from infx.analysis.dataset import ArmSeries, Measured
+    from infx.results.store import Store
 
 Basis = Literal["all", "role"]
 TokenKind = Literal["total", "input", "output"]
@@ -166,12 +169,12 @@ def _key(kind: TokenKind, basis: Basis) -> str:
 SkuOf = Callable[[str], str | None]  # runner label -> hardware SKU
 
 
-def sku_resolver(cards_dirs: Iterable[object] | None = None, *, kind: bool = False) -> SkuOf:
+def sku_resolver(cards_dirs: Iterable[str | Path] | None = None, *, kind: bool = False) -> SkuOf:
     """Runner label -> SKU through the hardware cards' token match (``cluster:mi355x-amds`` -> mi355x,
     ``local`` -> cpu); with ``kind``, runner label -> the card's kind (``gpu`` / ``cpu``)."""
     from infx.preflight.cards import load_cards
 
-    cards = load_cards(list(cards_dirs) if cards_dirs is not None else None)  # type: ignore[arg-type]
+    cards = load_cards(list(cards_dirs) if cards_dirs is not None else None)
     memo: dict[str, str | None] = {}
 
     def resolve(runner: str) -> str | None:
@@ -255,11 +258,23 @@ def point_cost(inp: Inputs, model: CostModel, tier: str | None = None, *, sku_of
                      energy_usd_per_mtok=energy, labels=labels, illustrative=bool(sc and sc.illustrative))
 
 
+_KINDS: dict[str, TokenKind] = {"total": "total", "input": "input", "output": "output"}
+_BASES: dict[str, Basis] = {"all": "all", "role": "role"}
+
+
+def basis_of(value: str) -> Basis:
+    """``--basis`` as a :data:`Basis` (the command checks it first: a bad one here is a bug)."""
+    if value not in _BASES:
+        raise ValueError(f"basis: expected one of {', '.join(_BASES)}, got {value!r}")
+    return _BASES[value]
+
+
 def _split(key: str) -> tuple[TokenKind, Basis]:
+    """``total`` / ``input:role`` ... (the keys :func:`_key` writes) as (kind, basis)."""
     if key == "total":
         return "total", "all"
     kind, basis = key.split(":")
-    return kind, basis  # type: ignore[return-value]
+    return _KINDS[kind], _BASES[basis]
 
 
 def inputs_of(m: Measured, measured_power_w: float | None = None, what: str = "") -> Inputs:
@@ -285,30 +300,18 @@ def inputs_of_result(point_row: dict[str, object], result: object, gpus_per_node
                   prefill_gpus=pg if disagg else None, decode_gpus=dg if disagg else None, gpus_per_node=gpus_per_node)
 
 
-def measured_power(store: object, run_ids: Sequence[str] | None = None,
+def measured_power(store: Store, run_ids: Sequence[str] | None = None,
                    sku_kind: Callable[[str], str | None] | None = None) -> dict[tuple[str, str], tuple[float, str]]:
     """(run, point) -> (measured W, what was measured): GPU board power for GPU SKUs, CPU package power
     (RAPL) for the ``cpu`` SKU; only windows the telemetry stage judged valid."""
-    from infx.results.store import Store
-
-    assert isinstance(store, Store)
-    conn = store.conn
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='telemetry'").fetchone() is None:
-        return {}
-    sql = ("SELECT t.run_id, t.point_id, p.runner, t.power_valid, t.avg_total_gpu_power_w, t.cpu_energy_valid, "
-           "t.cpu_avg_power_w FROM telemetry t JOIN points p ON p.run_id = t.run_id AND p.point_id = t.point_id")
-    args: tuple[str, ...] = ()
-    if run_ids is not None:
-        sql += f" WHERE t.run_id IN ({', '.join('?' * len(run_ids))})"
-        args = tuple(run_ids)
     out: dict[tuple[str, str], tuple[float, str]] = {}
-    for run_id, point_id, runner, gpu_ok, gpu_w, cpu_ok, cpu_w in conn.execute(sql, args):
-        kind = sku_kind(runner) if sku_kind else None
+    for row in store.power(run_ids):
+        kind = sku_kind(row.runner) if sku_kind else None
         if kind == "cpu":
-            if cpu_ok and cpu_w:
-                out[(run_id, point_id)] = (float(cpu_w), "CPU package power (RAPL)")
-        elif gpu_ok and gpu_w:
-            out[(run_id, point_id)] = (float(gpu_w), "GPU board power")
+            if row.cpu_energy_valid and row.cpu_avg_power_w:
+                out[(row.run_id, row.point_id)] = (float(row.cpu_avg_power_w), "CPU package power (RAPL)")
+        elif row.power_valid and row.avg_total_gpu_power_w:
+            out[(row.run_id, row.point_id)] = (float(row.avg_total_gpu_power_w), "GPU board power")
     return out
 
 
@@ -329,9 +332,14 @@ class CapacityResult(Protocol):
     """What the SLO/capacity search (issue "statistics") is expected to hand over; the hook
     :func:`cost_at_slo` prices it. Any object with these attributes will do."""
 
-    slo: str  # the SLO tier's name
-    point_id: str  # the measured point at capacity
-    run_id: str
+    @property
+    def slo(self) -> str: ...  # the SLO tier's name
+
+    @property
+    def point_id(self) -> str: ...  # the measured point at capacity
+
+    @property
+    def run_id(self) -> str: ...
 
 
 def cost_at_slo(capacity: Iterable[CapacityResult], costs: dict[tuple[str, str], PointCost], tier: str,
@@ -397,7 +405,7 @@ def cost_view(measured: Sequence[Measured], model: CostModel, tier: str | None =
                     on_frontier=sorted(on), slo=slo, slo_note=note, measured_power_what=what)
 
 
-def load_cost_view(store: object, measured: Sequence[Measured], run_ids: Sequence[str] | None = None, *,
+def load_cost_view(store: Store, measured: Sequence[Measured], run_ids: Sequence[str] | None = None, *,
                    model: CostModel | None = None, tier: str | None = None,
                    capacity: Iterable[CapacityResult] | None = None) -> CostView:
     """The cost view of stored points: the workspace's table (or ``model``), measured power from the
@@ -416,7 +424,10 @@ def cost_frontier(points: Sequence[Measured], costs: dict[tuple[str, str], Point
                   kind: TokenKind = "total", basis: Basis = "all", x_metric: str = "interactivity") -> StepFrontier:
     """$/Mtok against interactivity: more interactivity is better, less cost is better; a step function
     through measured points (no value outside the measured range)."""
-    xs = [_nan(m.x(x_metric)) for m in points]  # type: ignore[arg-type]
+    from infx.analysis.dataset import x_metric_of
+
+    xm = x_metric_of(x_metric)
+    xs = [_nan(m.x(xm)) for m in points]
     ys = [_nan(costs[(m.run_id, m.point_id)].cost(kind, basis).value) for m in points]
     return StepFrontier.build(xs, ys, Direction.MAX, Direction.MIN)
 
@@ -441,7 +452,7 @@ def _nan(v: float | None) -> float:
 
 
 def _pair(sa: ArmSeries, sb: ArmSeries, costs: dict[tuple[str, str], PointCost], kind: TokenKind, basis: Basis,
-          tier: str, at: Sequence[float] | None, ladder_points: int):  # type: ignore[no-untyped-def]
+          tier: str, at: Sequence[float] | None, ladder_points: int) -> Comparison:
     """Tokens per $ (more is better) of two arms at equal interactivity; each ladder step's note gives both
     arms' $/Mtok."""
     from infx.analysis.compare import compare_frontiers
@@ -480,17 +491,17 @@ def compare_cost(measured: Sequence[Measured], model: CostModel, run_id: str, *,
     """``infx compare --metric cost``: arms of a run (or each arm against the same arm of ``baseline``) in
     tokens per $ at equal interactivity, for total tokens and input/output tokens on ``basis``."""
     from infx.analysis.compare import ComparisonSet
-    from infx.analysis.dataset import match_arm, series
+    from infx.analysis.dataset import match_arm, series, x_metric_of
 
     t = model.tier(tier)
     runs = (run_id,) + ((baseline,) if baseline else ())
     pts = [m for m in measured if m.run_id in runs]
     sku_of = sku_of or sku_resolver()
     costs = {(m.run_id, m.point_id): point_cost(inputs_of(m), model, t, sku_of=sku_of) for m in pts}
-    notes = [model.label, f"tier {t}: {model.tiers[t]}; input/output basis: {basis} "
-             f"({'per-role GPUs: prefill for input, decode for output' if basis == 'role' else 'all GPUs of the deployment'})"]
+    bases = "per-role GPUs: prefill for input, decode for output" if basis == "role" else "all GPUs of the deployment"
+    notes = [model.label, f"tier {t}: {model.tiers[t]}; input/output basis: {basis} ({bases})"]
     out = []
-    for workload, arms in series(pts, x_metric=x_metric).items():  # type: ignore[arg-type]
+    for workload, arms in series(pts, x_metric=x_metric_of(x_metric)).items():
         arms.sort(key=lambda s: (s.points[0].gpus_per_server, s.label))
         if baseline:
             mine = {s.arm: s for s in arms if s.run_id == run_id and (arm is None or match_arm(arm, s.arm))}

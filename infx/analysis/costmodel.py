@@ -213,8 +213,14 @@ class CostModel(BaseModel):
         return t
 
 
+def _resolve_price(raw: RawFigure, src: YamlSource, path: tuple[Any, ...], fallbacks: Iterable[Provenance],
+                   diags: list[Diagnostic], what: str, unit: PriceUnit) -> Price:
+    """A price: the figure of :func:`_resolve_figure` in its unit (per GPU-hour or per node-hour)."""
+    return Price(unit=unit, **_resolve_figure(raw, src, path, fallbacks, diags, what).model_dump())
+
+
 def _resolve_figure(raw: RawFigure, src: YamlSource, path: tuple[Any, ...], fallbacks: Iterable[Provenance],
-                    diags: list[Diagnostic], what: str, price_unit: PriceUnit | None = None) -> Figure:
+                    diags: list[Diagnostic], what: str) -> Figure:
     source, date = raw.source, raw.date
     for fb in fallbacks:
         source = source or fb.source
@@ -225,9 +231,8 @@ def _resolve_figure(raw: RawFigure, src: YamlSource, path: tuple[Any, ...], fall
                 diags.append(src.diag(path, f"{what}: no {name} (give '{name}' on the figure, its SKU or the "
                                             "table's defaults)"))
     line = src.locate(path)[1][0]
-    kw = dict(value=raw.value, source=source or "", date=date or "", unpriced=raw.unpriced, note=raw.note,
-              file=src.file, line=line)
-    return Price(unit=price_unit, **kw) if price_unit else Figure(**kw)
+    return Figure(value=raw.value, source=source or "", date=date or "", unpriced=raw.unpriced, note=raw.note,
+                  file=src.file, line=line)
 
 
 def _parse(src: YamlSource) -> RawTable:
@@ -253,13 +258,13 @@ def _resolve(src: YamlSource, raw: RawTable, known_skus: Iterable[str] | None, b
     skus: dict[str, SkuCost] = {}
     if base is not None:  # inherited SKUs: a tier only the workspace declares is not priced there
         for name, sc in base.skus.items():
-            prices = dict(sc.prices)
+            inherited = dict(sc.prices)
             for t in tiers:
-                if t not in prices:
-                    prices[t] = Price(value=None, source="", date="", file=sc.file,
+                if t not in inherited:
+                    inherited[t] = Price(value=None, source="", date="", file=sc.file,
                                       unpriced=f"tier {t!r} is declared in {src.file}, and the built-in table "
                                                f"it extends has no {t!r} price for {name}")
-            skus[name] = sc.model_copy(update={"prices": prices})
+            skus[name] = sc.model_copy(update={"prices": inherited})
     price_fb = raw.defaults.price
     table_fb = Provenance(source=raw.source, date=raw.date)
     for name, sku in raw.skus.items():
@@ -295,8 +300,8 @@ def _resolve(src: YamlSource, raw: RawTable, known_skus: Iterable[str] | None, b
             unit: PriceUnit = "gpu-hour" if g is not None else "node-hour"
             fig = g if g is not None else n
             assert fig is not None
-            prices[t] = _resolve_figure(fig, src, at + (f"usd-per-{unit}", t), (sku_fb, price_fb, table_fb), diags,
-                                        f"{name} {t} price", price_unit=unit)  # type: ignore[assignment]
+            prices[t] = _resolve_price(fig, src, at + (f"usd-per-{unit}", t), (sku_fb, price_fb, table_fb), diags,
+                                       f"{name} {t} price", unit)
         kwh_raw = sku.usd_per_kwh or raw.usd_per_kwh
         kwh = None
         if kwh_raw is not None:

@@ -22,9 +22,12 @@ from infx.analysis.perrole import per_gpu as role_per_gpu
 from infx.analysis.perrole import per_node as role_per_node
 from infx.diagnostics import Diagnostic, InfxError
 from infx.metrics.cipack import CI_KEYS, unpack
+from infx.results.store.reads import Arm, Figures, Workload
 
 if TYPE_CHECKING:
     from infx.metrics.uncertainty import Estimate
+    from infx.results.store import Store
+    from infx.results.store.reads import MeasuredRow
 
 XMetric = Literal["interactivity", "interactivity_p90"]
 YMetric = Literal["total", "output", "energy"]  # energy: output tokens per joule (whole deployment)
@@ -37,6 +40,30 @@ Y_COLUMNS: dict[str, str] = {"total": "total_tok_per_s", "output": "output_tok_p
 NORM_UNITS: dict[str, str] = {"gpu": "per GPU", "node": "per node", "server": "per server"}
 
 
+_X_METRICS: dict[str, XMetric] = {"interactivity": "interactivity", "interactivity_p90": "interactivity_p90"}
+_Y_METRICS: dict[str, YMetric] = {"total": "total", "output": "output", "energy": "energy"}
+_NORMS: dict[str, Normalisation] = {"gpu": "gpu", "node": "node", "server": "server"}
+
+
+def x_metric_of(value: str) -> XMetric:
+    """``value`` as an x metric (the commands check their options first: a bad one here is a bug)."""
+    if value not in _X_METRICS:
+        raise ValueError(f"x metric: expected one of {', '.join(_X_METRICS)}, got {value!r}")
+    return _X_METRICS[value]
+
+
+def y_metric_of(value: str) -> YMetric:
+    if value not in _Y_METRICS:
+        raise ValueError(f"y metric: expected one of {', '.join(_Y_METRICS)}, got {value!r}")
+    return _Y_METRICS[value]
+
+
+def norm_of(value: str) -> Normalisation:
+    if value not in _NORMS:
+        raise ValueError(f"normalisation: expected one of {', '.join(_NORMS)}, got {value!r}")
+    return _NORMS[value]
+
+
 def y_axis(metric: YMetric, norm: Normalisation) -> Axis:
     if metric == "energy":  # whole-deployment energy: no per-GPU/per-node normalisation applies
         return Axis("output_tok_per_j", "Output tokens per joule", "tok/J", Direction.MAX)
@@ -44,39 +71,10 @@ def y_axis(metric: YMetric, norm: Normalisation) -> Axis:
                 f"tok/s/{norm}", Direction.MAX)
 
 
-@dataclass(frozen=True, slots=True)
-class WorkloadKey:
-    model_prefix: str
-    precision: str
-    hardware: str
-    framework: str
-    scenario: str
-    isl: int | None
-    osl: int | None
-
-    @property
-    def label(self) -> str:
-        seq = "agentic" if self.scenario == "agentic-coding" else f"{self.isl}/{self.osl}"
-        return f"{self.model_prefix} {self.precision} {self.hardware} {self.framework} {seq}"
-
-
-@dataclass(frozen=True, slots=True)
-class ArmKey:
-    topology: str
-    spec_decoding: str
-    kv_offloading: str
-
-    @property
-    def label(self) -> str:
-        return self.label_with(spec=True, kv=True)
-
-    def label_with(self, *, spec: bool, kv: bool) -> str:
-        parts = [self.topology]
-        if spec and self.spec_decoding not in ("", "none"):
-            parts.append(f"spec={self.spec_decoding}")
-        if kv and self.kv_offloading not in ("", "none"):
-            parts.append(f"kv={self.kv_offloading}")
-        return " ".join(parts)
+#: What is served (model, precision, hardware, framework, scenario, ISL/OSL) and how (topology, speculative
+#: decoding, KV offloading): the store's identity types, which the analysis groups by.
+WorkloadKey = Workload
+ArmKey = Arm
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,21 +91,8 @@ class Measured:
     gpus_per_server: int
     gpus_per_node: int | None
     launch_fingerprint: str | None
-    interactivity_median: float | None
-    interactivity_p90: float | None
-    output_tok_per_s: float
-    total_tok_per_s: float
-    ttft_median: float | None
-    ttft_p90: float | None
-    ttft_p99: float | None
-    tpot_median: float | None
-    itl_median: float | None
-    itl_p90: float | None
-    itl_p99: float | None
-    e2el_median: float | None
-    e2el_p90: float | None
-    success_rate: float | None
-    kv_cache_tokens: int | None
+    # the figures as stored; interactivity is None where the streaming check warned (see ``buffered_stream``)
+    figures: Figures
     # The load generator's ``streaming`` check warned: responses arrived in one burst (buffered by the server,
     # or a starved client), so TPOT and interactivity are not real; they are left out (None) of frontiers
     buffered_stream: bool = False
@@ -125,6 +110,75 @@ class Measured:
     # the packed intervals (infx.metrics.cipack): method, df, bounds of output/total tok/s and
     # interactivity median/P90
     ci: bytes | None = None
+    # in a view of the latest curves (infx.analysis.view): the run that measured the point, when ``run_id`` names
+    # the snapshot it is drawn in instead
+    source_run: str | None = None
+
+    @property
+    def measured_in(self) -> str:
+        """The run that measured this point."""
+        return self.source_run or self.run_id
+
+    # the figures, read through (``m.ttft_median``...)
+    @property
+    def interactivity_median(self) -> float | None:
+        return self.figures.interactivity_median
+
+    @property
+    def interactivity_p90(self) -> float | None:
+        return self.figures.interactivity_p90
+
+    @property
+    def output_tok_per_s(self) -> float:
+        return self.figures.output_tok_per_s
+
+    @property
+    def total_tok_per_s(self) -> float:
+        return self.figures.total_tok_per_s
+
+    @property
+    def ttft_median(self) -> float | None:
+        return self.figures.ttft_median
+
+    @property
+    def ttft_p90(self) -> float | None:
+        return self.figures.ttft_p90
+
+    @property
+    def ttft_p99(self) -> float | None:
+        return self.figures.ttft_p99
+
+    @property
+    def tpot_median(self) -> float | None:
+        return self.figures.tpot_median
+
+    @property
+    def itl_median(self) -> float | None:
+        return self.figures.itl_median
+
+    @property
+    def itl_p90(self) -> float | None:
+        return self.figures.itl_p90
+
+    @property
+    def itl_p99(self) -> float | None:
+        return self.figures.itl_p99
+
+    @property
+    def e2el_median(self) -> float | None:
+        return self.figures.e2el_median
+
+    @property
+    def e2el_p90(self) -> float | None:
+        return self.figures.e2el_p90
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.figures.success_rate
+
+    @property
+    def kv_cache_tokens(self) -> int | None:
+        return self.figures.kv_cache_tokens
 
     def estimate(self, key: str) -> Estimate | None:
         """The interval of one headline figure (``output_tok_per_s``, ``total_tok_per_s``,
@@ -153,9 +207,11 @@ class Measured:
         lo, hi = mean * rlo, mean * rhi
         from infx.metrics.uncertainty import CONFIDENCE, Estimate, t_critical
 
+        kind: Literal["trials", "within-run"] = "trials" if method == "trials" else "within-run"
+
         # the standard error behind the interval: half-width / t (trials) or / z (within-run bootstrap)
         se = (hi - lo) / 2 / t_critical(df if df else math.inf, CONFIDENCE)
-        return Estimate(mean=mean, lo=lo, hi=hi, n=self.trials, method=method, se=se, df=df)  # type: ignore[arg-type]
+        return Estimate(mean=mean, lo=lo, hi=hi, n=self.trials, method=kind, se=se, df=df)
 
     @property
     def output_tok_per_j(self) -> float | None:
@@ -185,34 +241,16 @@ class Measured:
         return self.interactivity_median if metric == "interactivity" else self.interactivity_p90
 
 
-_TELEMETRY_JOIN = "LEFT JOIN telemetry t ON t.run_id = p.run_id AND t.point_id = p.point_id AND t.power_valid = 1"
-_QUERY = """
-SELECT p.run_id, p.point_id, p.model_prefix, p.precision, p.hardware, p.framework, p.scenario,
-       p.isl, p.osl, p.topology, COALESCE(p.spec_decoding, 'none'), COALESCE(p.kv_offloading, 'none'),
-       p.runner, p.image, p.conc, p.gpus_per_server, p.launch_fingerprint,
-       r.interactivity_median, r.interactivity_p90, r.output_tok_per_s, r.total_tok_per_s,
-       r.ttft_median, r.ttft_p90, r.ttft_p99, r.tpot_median, r.itl_median, r.itl_p90, r.itl_p99,
-       r.e2el_median, r.e2el_p90, r.success_rate, s.kv_cache_tokens, p.prefill_gpus, p.decode_gpus, p.disagg,
-       r.checks_json, t.joules_per_output_token, r.trials, r.ci
-FROM points p JOIN results r ON r.run_id = p.run_id AND r.point_id = p.point_id
-LEFT JOIN startup s ON s.run_id = p.run_id AND s.point_id = p.point_id
-LEFT JOIN telemetry t ON t.run_id = p.run_id AND t.point_id = p.point_id AND t.power_valid = 1
-WHERE p.state = 'done'
-"""
-
 GpusPerNode = Callable[[str, str], int | None]  # (run_id, runner) -> GPUs per node
 
 
-def gpus_per_node_resolver(store: object, *, override: int | None = None,
+def gpus_per_node_resolver(store: Store, *, override: int | None = None,
                            runners_path: str | Path | None = None) -> GpusPerNode:
     """GPUs per node for a (run, runner): ``override`` > the run manifest's snapshot >
     ``runners.yaml`` (``infx.catalog.load_runners``) > unknown (None: no per-node numbers)."""
-    from infx.results.store import Store
-
-    assert isinstance(store, Store)
     from_runners: dict[str, int] = {}
     if runners_path is not None:
-        from infx.catalog import load_runners  # type: ignore[attr-defined]
+        from infx.catalog import load_runners
 
         rc = load_runners(runners_path)
         from_runners = {label: facts.gpus_per_node for label, facts in rc.hardware.items()
@@ -233,50 +271,32 @@ def gpus_per_node_resolver(store: object, *, override: int | None = None,
     return resolve
 
 
-def load_measured(store: object, run_ids: Sequence[str] | None = None, *,
+def load_measured(store: Store, run_ids: Sequence[str] | None = None, *,
                   gpus_per_node: GpusPerNode | None = None) -> list[Measured]:
     """Every measured point of the given runs (all runs when None)."""
-    from infx.results.store import Store
-
-    assert isinstance(store, Store)
-    sql, args = _QUERY, ()
-    if store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='telemetry'").fetchone() is None:
-        # a database from before the telemetry table (read-only: not migrated): no energy figures
-        sql = sql.replace("t.joules_per_output_token", "NULL").replace(_TELEMETRY_JOIN, "")
-    if "ci" not in {r[1] for r in store.conn.execute("PRAGMA table_info(results)")}:
-        # a database from before issue 21 (read-only: not migrated): one trial, no intervals
-        sql = sql.replace("r.trials, r.ci", "1, NULL")
-    if run_ids is not None:
-        sql += f" AND p.run_id IN ({', '.join('?' * len(run_ids))})"
-        args = tuple(run_ids)
-    sql += " ORDER BY p.run_id, p.topology, p.conc, p.point_id"
     resolve = gpus_per_node or gpus_per_node_resolver(store)
+    return measured_from_rows(store.measured(run_ids), resolve)
+
+
+def measured_from_rows(rows: Iterable[MeasuredRow], resolve: GpusPerNode,
+                       run_of: Callable[[MeasuredRow], str] | None = None) -> list[Measured]:
+    """:class:`Measured` points from the store's rows; ``run_of`` names the run a point is grouped under (a
+    view groups each curve under its snapshot)."""
     nodes: dict[tuple[str, str], int | None] = {}
-    workloads: dict[tuple[object, ...], WorkloadKey] = {}
-    arms: dict[tuple[str, str, str], ArmKey] = {}
     out: list[Measured] = []
-    for row in store.conn.execute(sql, args):
-        run_id, runner = row[0], row[12]
-        key = (run_id, runner)
+    for row in rows:
+        key = (row.run_id, row.runner)
         if key not in nodes:
-            nodes[key] = resolve(run_id, runner)
-        wk = row[2:9]
-        workload = workloads.get(wk)
-        if workload is None:
-            workload = workloads[wk] = WorkloadKey(*wk)
-        ak = row[9:12]
-        arm = arms.get(ak)
-        if arm is None:
-            arm = arms[ak] = ArmKey(*ak)
-        # the issue-21 columns (trials, packed intervals) follow the older ones
-        metrics = list(row[16:-7])
-        pg, dg = (row[-7], row[-6]) if row[-5] else (None, None)
-        buffered = streaming_warned(row[-4])
-        if buffered:
-            metrics[1] = metrics[2] = None  # interactivity median / P90: from a burst, not a stream
-        out.append(Measured(run_id, row[1], workload, arm, runner, row[13], row[14], row[15], nodes[key], *metrics,
-                            buffered_stream=buffered, prefill_gpus=pg, decode_gpus=dg,
-                            joules_per_output_token=row[-3], trials=row[-2] or 1, ci=row[-1]))
+            nodes[key] = resolve(row.run_id, row.runner)
+        buffered = streaming_warned(row.checks_json)
+        figures = row.figures._replace(interactivity_median=None, interactivity_p90=None) if buffered else row.figures
+        pg, dg = (row.prefill_gpus, row.decode_gpus) if row.disagg else (None, None)
+        run_id = run_of(row) if run_of is not None else row.run_id
+        out.append(Measured(
+            run_id, row.point_id, row.workload, row.arm, row.runner, row.image, row.conc, row.gpus_per_server,
+            nodes[key], row.launch_fingerprint, figures, buffered_stream=buffered, prefill_gpus=pg, decode_gpus=dg,
+            joules_per_output_token=row.joules_per_output_token, trials=row.trials or 1, ci=row.ci,
+            source_run=None if run_id == row.run_id else row.run_id))
     return out
 
 
@@ -387,7 +407,7 @@ class ArmSeries:
         """conc -> (y, relative se, df, trials) of the arm's points (first point of each conc)."""
         rel, df, tr = self.errors()
         out: dict[int, tuple[float, float, float, float]] = {}
-        for i, (m, y) in enumerate(zip(self.points, self.ys.tolist())):
+        for i, (m, y) in enumerate(zip(self.points, self.ys.tolist(), strict=True)):
             if not math.isnan(y):
                 out.setdefault(m.conc, (y, float(rel[i]), float(df[i]), float(tr[i])))
         return out

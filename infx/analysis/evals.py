@@ -4,60 +4,26 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from infx.analysis.accuracy import AccuracyComparison, compare_accuracy
 from infx.analysis.dataset import ArmKey, WorkloadKey, match_arm
+from infx.results.store.reads import EvalRow
 
-_QUERY = """
-SELECT p.run_id, p.point_id, p.model_prefix, p.precision, p.hardware, p.framework, p.scenario, p.isl, p.osl,
-       p.topology, COALESCE(p.spec_decoding, 'none'), COALESCE(p.kv_offloading, 'none'), p.conc,
-       e.task, e.state, e.reason, e.threshold, e.n, e.score_strict, e.score_flexible, e.stderr_strict,
-       e.stderr_flexible, e.protocol_key
-FROM evals e JOIN points p ON p.run_id = e.run_id AND p.point_id = e.point_id
-"""
-
-
-@dataclass(frozen=True)
-class EvalPoint:
-    run_id: str
-    point_id: str
-    workload: WorkloadKey
-    arm: ArmKey
-    conc: int
-    task: str
-    state: str  # pass | accuracy-fail | failed
-    reason: str
-    threshold: float | None
-    n: int | None
-    score_strict: float | None
-    score_flexible: float | None
-    stderr_strict: float | None
-    stderr_flexible: float | None
-    protocol_key: str
-
-
-def load_evals(store: object, run_ids: Sequence[str] | None = None) -> list[EvalPoint]:
+if TYPE_CHECKING:
     from infx.results.store import Store
 
-    assert isinstance(store, Store)
-    if store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='evals'").fetchone() is None:
-        return []  # a store from before the evals migration (opened read-only)
-    sql, args = _QUERY, ()
-    if run_ids is not None:
-        sql += f" WHERE p.run_id IN ({', '.join('?' * len(run_ids))})"
-        args = tuple(run_ids)
-    sql += " ORDER BY p.run_id, p.topology, p.conc, p.point_id"
-    return [EvalPoint(r[0], r[1], WorkloadKey(*r[2:9]), ArmKey(*r[9:12]), *r[12:]) for r in store.conn.execute(sql, args)]
+
+#: A point's accuracy eval as the store keeps it, with the workload and arm it is grouped by.
+EvalPoint = EvalRow
 
 
-def answers(store: object, run_id: str, point_id: str, column: str = "strict") -> dict[int, bool]:
-    from infx.results.store import Store
+def load_evals(store: Store, run_ids: Sequence[str] | None = None) -> list[EvalPoint]:
+    return store.evals(run_ids)
 
-    assert isinstance(store, Store) and column in ("strict", "flexible")
-    return {doc: bool(v) for doc, v in store.conn.execute(
-        f"SELECT doc_id, {column} FROM eval_answers WHERE run_id=? AND point_id=? AND {column} IS NOT NULL",
-        (run_id, point_id))}
+
+def answers(store: Store, run_id: str, point_id: str, column: str = "strict") -> dict[int, bool]:
+    return store.answers(run_id, point_id, column)
 
 
 def _arm_eval(evals: list[EvalPoint]) -> EvalPoint | None:
@@ -66,7 +32,7 @@ def _arm_eval(evals: list[EvalPoint]) -> EvalPoint | None:
     return max(graded, key=lambda e: (e.conc, e.point_id)) if graded else None
 
 
-def compare_arm_accuracy(store: object, evals: Sequence[EvalPoint], run_id: str, a: str | None, b: str | None,
+def compare_arm_accuracy(store: Store, evals: Sequence[EvalPoint], run_id: str, a: str | None, b: str | None,
                          baseline: str | None = None) -> list[AccuracyComparison]:
     """Accuracy of arm A vs arm B on the same questions (within ``run_id``), or, with ``baseline``,
     each arm of ``run_id`` against the same arm of the baseline."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 
-class Direction(str, enum.Enum):
+class Direction(enum.StrEnum):
     MAX = "max"  # more is better
     MIN = "min"  # less is better
 
@@ -192,7 +192,7 @@ class StepFrontier:
         if self.x_dir is Direction.MAX:
             # from lo to x0 at y0, then down at each frontier x
             prev = self.lo
-            for x, y in zip(self.xs.tolist(), self.ys.tolist()):
+            for x, y in zip(self.xs.tolist(), self.ys.tolist(), strict=True):
                 px += [prev, x]
                 py += [y, y]
                 prev = x

@@ -4,24 +4,29 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from infx.diagnostics import Diagnostic, InfxError, exit_on_error
+from infx.results.cli import StoreOpt
+
+if TYPE_CHECKING:
+    from infx.results.store import Store
 
 
-def _ingest(paths: list[Path], results: Path, name: str | None, skip_bad: bool) -> tuple[list[Diagnostic], str]:
+def _ingest(paths: list[Path], results: Path, name: str | None, skip_bad: bool, store: str | None
+            ) -> tuple[list[Diagnostic], str]:
     from infx.interop.ingest import ingest_inferencex
 
-    rep = ingest_inferencex(paths, results, name or "inferencex", skip_bad=skip_bad)
+    rep = ingest_inferencex(paths, results, name or "inferencex", skip_bad=skip_bad, store_url=store)
     return rep.problems, rep.summary()
 
 
-def _restore(store: object, root: Path) -> None:
+def _restore(store: Store, root: Path) -> None:
     from infx.interop.ingest import restore_imports
 
-    for name in restore_imports(store, root):  # type: ignore[arg-type]
+    for name in restore_imports(store, root):
         typer.echo(f"restored imported run {name}")
 
 
@@ -41,6 +46,7 @@ def register(app: typer.Typer) -> None:
         output: Annotated[Path, typer.Option("-o", "--output", help="Directory to write (one folder per run).")]
         = Path("inferencex-export"),
         run: Annotated[list[str] | None, typer.Option("--run", help="Run id(s) (default: every run).")] = None,
+        store: StoreOpt = None,
     ) -> None:
         """Write agg_<name>.json (InferenceX's aggregated format) and <name>.json (its raw bench-client
         JSON) for every measured point; an imported run gives back its published files."""
@@ -49,6 +55,7 @@ def register(app: typer.Typer) -> None:
         from infx.interop.ingest import imported_aggs
         from infx.results.layout import ResultsDir
         from infx.results.store import Store, locate_results
+        from infx.results.store.url import resolve
 
         if fmt != "inferencex":
             raise InfxError(Diagnostic(f"--format: expected inferencex, got {fmt!r}"))
@@ -59,9 +66,10 @@ def register(app: typer.Typer) -> None:
         rd = ResultsDir(root)
         measured = runs if runs is not None else rd.runs()
         imported: list[str] = []
-        if rd.db_path.is_file():
-            with Store(rd.db_path) as store:  # migrates an older store (origin column)
-                imported = [r for r in store.run_ids() if store.origin(r) == "imported"]
+        where = resolve(store, root)
+        if where.path is None or where.path.is_file():
+            with Store(where) as st:  # migrates an older store (origin column)
+                imported = [r for r in st.run_ids() if st.origin(r) == "imported"]
                 wanted = run or (measured + imported if runs is None else measured)
                 unknown = [r for r in wanted if r not in measured and r not in imported]
                 if unknown:
@@ -69,7 +77,7 @@ def register(app: typer.Typer) -> None:
                 report = ExportReport()
                 for r in wanted:
                     if r in imported:
-                        export_imported([(n, d) for _, n, d in imported_aggs(store, r)], output / r, report)
+                        export_imported([(n, d) for _, n, d in imported_aggs(st, r)], output / r, report)
         else:
             wanted = run or measured
             report = ExportReport()

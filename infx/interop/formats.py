@@ -77,7 +77,9 @@ class _RawHead(_Strict):
     output_lens: list[int] = Field(default_factory=list)
 
 
-RawClientResult: type[_RawHead] = create_model(  # type: ignore[call-overload]
+# pydantic's create_model overloads cannot type field definitions passed as a built ``**`` mapping (the published
+# latency keys), hence the call-overload ignore; the result is the head model with those fields added
+RawClientResult: type[_RawHead] = create_model(  # type: ignore[call-overload]  # fields from raw_latency_keys()
     "RawClientResult", __base__=_RawHead, __doc__="The bench client's result JSON (latencies in ms).",
     **{field_name(k): (float, Field(alias=k)) for k in raw_latency_keys()})
 
@@ -146,6 +148,7 @@ class _AggHead(BaseModel):
 
     @model_validator(mode="after")
     def _topology(self) -> _AggHead:
+        need: tuple[str, ...]
         if self.is_multinode:
             need = ("prefill_tp", "prefill_ep", "prefill_dp_attention", "prefill_num_workers", "decode_tp",
                     "decode_ep", "decode_dp_attention", "decode_num_workers", "num_prefill_gpu", "num_decode_gpu")
@@ -192,7 +195,7 @@ class _AggHead(BaseModel):
         return self.model_dump(by_alias=True, exclude_unset=True)
 
 
-AggResult: type[_AggHead] = create_model(  # type: ignore[call-overload]
+AggResult: type[_AggHead] = create_model(  # type: ignore[call-overload]  # fields from agg_latency_keys()
     "AggResult", __base__=_AggHead, __doc__="InferenceX's aggregated result (latencies in seconds).",
     **{field_name(k): (float | None, Field(None, alias=k)) for k in agg_latency_keys()},
     **{k: (float | None, None) for k in WHOLE_POWER_KEYS + ROLE_POWER_KEYS})

@@ -31,7 +31,10 @@ from infx.diagnostics import Diagnostic, InfxError
 from infx.interop.formats import AggResult
 from infx.matrix.point import Point
 from infx.results.layout import MANIFEST, RunManifest, _json_diags, check_name
-from infx.results.store import Store, hardware_of, topology_label
+from infx.results.store import Store, hardware_of, role_gpus_of, topology_label
+from infx.results.store.quarantine import entries as quarantine_entries
+from infx.results.store.rows import ImportedAggRow, ImportedRows, PointRow, ResultRow
+from infx.results.store.url import resolve as resolve_store
 
 IMPORT_FILE = "import.json"
 FILES_DIR = "inferencex"
@@ -110,8 +113,10 @@ def expand(paths: list[Path]) -> tuple[list[Path], list[Diagnostic]]:
             files.append(p)
         else:
             problems.append(Diagnostic("no such file or directory", str(p)))
-    seen: set[Path] = set()
-    return [f for f in files if not (f.resolve() in seen or seen.add(f.resolve()))], problems  # type: ignore[func-returns-value]
+    unique: dict[Path, Path] = {}  # each file once, however many paths named it
+    for f in files:
+        unique.setdefault(f.resolve(), f)
+    return list(unique.values()), problems
 
 
 def _kind_hint(obj: Any) -> str:
@@ -146,7 +151,7 @@ def parse_file(path: Path) -> ParsedFile:
     stem = path.name[:-5] if path.name.endswith(".json") else path.name
     base = stem if stem.startswith("agg_") else f"agg_{stem}"
     points = [ImportedPoint(imported_point_id(e), f"{base}_{i}.json" if is_list else f"{base}.json",
-                            str(path), m, e) for i, (m, e) in enumerate(zip(models, entries))]
+                            str(path), m, e) for i, (m, e) in enumerate(zip(models, entries, strict=True))]
     return ParsedFile(path, raw, points)
 
 
@@ -187,65 +192,57 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000.0
 
 
-def _rows(run_id: str, p: ImportedPoint) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]:
+def _rows(run_id: str, p: ImportedPoint) -> ImportedRows:
+    """The store rows of one imported point: its identity (as a measured point's), the published figures as the
+    store keeps measured ones (per server, latencies in ms) and the agg JSON verbatim."""
     a, point = p.agg, point_of(p)
     n_all, n_out, n_in = a.gpus()
     lat = a.model_dump()  # attribute names: median_ttft, p999_ttft...
-    pt = (run_id, p.point_id, p.point_id, a.model, a.infmax_model_prefix, hardware_of(a.hw), a.hw, a.framework,
-          a.precision, topology_label(point), point.tp, point.pp, point.ep, int(point.dp_attn), point.dcp_size,
-          point.pcp_size, int(a.is_multinode), n_all, a.conc, "fixed-seq-len", a.isl, a.osl, a.spec_decoding, None,
-          a.image, a.recipe_fingerprint or None, "done", json.dumps({"point": point.to_row(), "launch_fingerprint": None}))
-    res = (run_id, p.point_id, 1, a.tput_per_gpu * n_all, a.output_tput_per_gpu * n_out, a.input_tput_per_gpu * n_in,
-           lat.get("median_intvty"), lat.get("p90_intvty"),
-           *(_ms(lat.get(f"{s}_{m}")) for m in ("ttft", "tpot", "itl", "e2el") for s in ("median", "p90", "p99")),
-           "{}", "[]", json.dumps({"source": "inferencex"}))
-    agg = (run_id, p.point_id, p.name, p.source, json.dumps(p.data))
-    return pt, res, agg
 
+    def ms(stat: str, metric: str) -> float | None:
+        return _ms(lat.get(f"{stat}_{metric}"))
 
-_POINT_SQL = """INSERT INTO points (run_id, point_id, digest, model, model_prefix, hardware, runner, framework,
-    precision, topology, tp, pp, ep, dp_attn, dcp, pcp, multinode, gpus_per_server, conc, scenario, isl, osl,
-    spec_decoding, kv_offloading, image, launch_fingerprint, state, point_json)
-    VALUES (""" + ", ".join("?" * 28) + ")"
-_RESULT_SQL = """INSERT INTO results (run_id, point_id, complete, total_tok_per_s, output_tok_per_s, input_tok_per_s,
-    interactivity_median, interactivity_p90, ttft_median, ttft_p90, ttft_p99, tpot_median, tpot_p90, tpot_p99,
-    itl_median, itl_p90, itl_p99, e2el_median, e2el_p90, e2el_p99, error_classes_json, checks_json, versions_json)
-    VALUES (""" + ", ".join("?" * 23) + ")"
+    pg, dg, disagg = role_gpus_of(point)
+    pt = PointRow(run_id=run_id, point_id=p.point_id, digest=p.point_id, model=a.model,
+                  model_prefix=a.infmax_model_prefix, hardware=hardware_of(a.hw), runner=a.hw, framework=a.framework,
+                  precision=a.precision, topology=topology_label(point), tp=point.tp, pp=point.pp, ep=point.ep,
+                  dp_attn=int(point.dp_attn), dcp=point.dcp_size, pcp=point.pcp_size, multinode=int(a.is_multinode),
+                  gpus_per_server=n_all, conc=a.conc, scenario="fixed-seq-len", isl=a.isl, osl=a.osl,
+                  spec_decoding=a.spec_decoding, kv_offloading=None, image=a.image,
+                  launch_fingerprint=a.recipe_fingerprint or None, state="done",
+                  point_json=json.dumps({"point": point.to_row(), "launch_fingerprint": None}),
+                  prefill_gpus=pg, decode_gpus=dg, disagg=disagg)
+    res = ResultRow(run_id=run_id, point_id=p.point_id, complete=1, total_tok_per_s=a.tput_per_gpu * n_all,
+                    output_tok_per_s=a.output_tput_per_gpu * n_out, input_tok_per_s=a.input_tput_per_gpu * n_in,
+                    interactivity_median=lat.get("median_intvty"), interactivity_p90=lat.get("p90_intvty"),
+                    versions_json=json.dumps({"source": "inferencex"}),
+                    ttft_median=ms("median", "ttft"), ttft_p90=ms("p90", "ttft"), ttft_p99=ms("p99", "ttft"),
+                    tpot_median=ms("median", "tpot"), tpot_p90=ms("p90", "tpot"), tpot_p99=ms("p99", "tpot"),
+                    itl_median=ms("median", "itl"), itl_p90=ms("p90", "itl"), itl_p99=ms("p99", "itl"),
+                    e2el_median=ms("median", "e2el"), e2el_p90=ms("p90", "e2el"), e2el_p99=ms("p99", "e2el"))
+    agg = ImportedAggRow(run_id=run_id, point_id=p.point_id, name=p.name, source=p.source, agg_json=json.dumps(p.data))
+    return ImportedRows(pt, res, agg)
 
 
 def write_store(store: Store, manifest: RunManifest, points: list[ImportedPoint]) -> None:
     """Replace the imported run's rows in one transaction (all or nothing)."""
-    run_id = manifest.run_id
-    rows = [_rows(run_id, p) for p in points]
-    c = store.conn
-    with store.transaction():
-        for table in ("points", "results", "startup", "failures", "imported_agg", "runs"):
-            c.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
-        c.execute("INSERT INTO runs (run_id, digest, infx_version, started_at, official, manifest_json, origin) "
-                  "VALUES (?, ?, ?, ?, 0, ?, 'imported')",
-                  (run_id, imported_point_id({"points": [p.point_id for p in points]}), manifest.infx_version,
-                   manifest.started_at, manifest.model_dump_json()))
-        c.executemany(_POINT_SQL, [r[0] for r in rows])
-        c.executemany(_RESULT_SQL, [r[1] for r in rows])
-        c.executemany("INSERT INTO imported_agg (run_id, point_id, name, source, agg_json) VALUES (?, ?, ?, ?, ?)",
-                      [r[2] for r in rows])
+    store.replace_imported_run(manifest, [_rows(manifest.run_id, p) for p in points])
 
 
-def _check_rows(run_id: str, points: list[ImportedPoint]) -> None:
-    """Every point's store rows can be built and held by SQLite (64-bit integers), or InfxError naming its file."""
+def _check_rows(store: Store, run_id: str, points: list[ImportedPoint]) -> None:
+    """Every point's store rows can be built and held by the store (64-bit integers...), or InfxError naming its
+    file."""
+    built = []
     for p in points:
         try:
-            rows = _rows(run_id, p)
+            built.append((p, _rows(run_id, p)))
         except (ValueError, TypeError, OverflowError, AttributeError) as exc:
             raise InfxError(Diagnostic(f"cannot import: {exc}", p.source)) from None
-        for row in rows:
-            for v in row:
-                if type(v) is int and not -(2**63) <= v < 2**63:
-                    raise InfxError(Diagnostic(f"cannot import: {str(v)[:24]}... is beyond SQLite's 64-bit integers",
-                                               p.source))
-                if v is not None and type(v) not in (int, float, str, bytes, bool):
-                    raise InfxError(Diagnostic(f"cannot import: a {type(v).__name__} value where a number or text "
-                                               "belongs", p.source))
+    by_rows = {id(rows): p for p, rows in built}
+    bad = store.check_imported([rows for _, rows in built])
+    if bad:
+        rows, reason = bad[0]
+        raise InfxError(Diagnostic(f"cannot import: {reason}", by_rows[id(rows)].source))
 
 
 def _write_files(run_dir: Path, manifest: ImportManifest, parsed: list[ParsedFile], copies: list[str]) -> None:
@@ -253,7 +250,7 @@ def _write_files(run_dir: Path, manifest: ImportManifest, parsed: list[ParsedFil
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{run_dir.name}.import-", dir=run_dir.parent))
     try:
-        for pf, name in zip(parsed, copies):
+        for pf, name in zip(parsed, copies, strict=True):
             atomic.write_bytes(stage / FILES_DIR / name, pf.text)
         atomic.write_text(stage / IMPORT_FILE, manifest.model_dump_json(indent=2) + "\n")
         old = None
@@ -268,7 +265,8 @@ def _write_files(run_dir: Path, manifest: ImportManifest, parsed: list[ParsedFil
         raise
 
 
-def ingest_inferencex(paths: list[Path], results_root: Path, name: str, *, skip_bad: bool = False) -> ImportReport:
+def ingest_inferencex(paths: list[Path], results_root: Path, name: str, *, skip_bad: bool = False,
+                      store_url: str | None = None) -> ImportReport:
     """Import published files as the run ``name`` of ``results_root`` (see the module docstring)."""
     check_name(name, "run name")
     report = ImportReport(run_id=name)
@@ -291,11 +289,11 @@ def ingest_inferencex(paths: list[Path], results_root: Path, name: str, *, skip_
     if run_dir.exists() and not (run_dir / IMPORT_FILE).is_file():
         raise InfxError(Diagnostic(f"{run_dir} exists and is not an imported run (no {IMPORT_FILE}): "
                                    "choose another --name"))
-    store = Store(results_root / "infx.db")
+    store = Store(resolve_store(store_url, results_root))
     try:
         origin = store.origin(name)
         if origin == "measured":
-            raise InfxError(Diagnostic(f"run {name!r} in {store.path} is a measured run: choose another --name"))
+            raise InfxError(Diagnostic(f"run {name!r} in {store.name} is a measured run: choose another --name"))
         points: dict[str, ImportedPoint] = {}
         copies: list[str] = []
         sources: list[ImportSource] = []
@@ -315,9 +313,12 @@ def ingest_inferencex(paths: list[Path], results_root: Path, name: str, *, skip_
         manifest = RunManifest(run_id=name, infx_version=__version__, started_at=now, official=False,
                                description=f"imported from InferenceX ({len(points)} point(s) from "
                                            f"{len(parsed)} file(s)); not measured by infx")
-        _check_rows(name, list(points.values()))  # before anything is written: never a half-imported run
+        _check_rows(store, name, list(points.values()))  # before anything is written: never a half-imported run
         _write_files(run_dir, imanifest, parsed, copies)
         write_store(store, manifest, list(points.values()))
+        # --skip-bad: the refused files are kept in the quarantine, never dropped silently
+        store.quarantine([e for d in problems for e in quarantine_entries("import-file", [d], source=d.file or name,
+                                                                            run_id=name)])
     finally:
         store.close()
     report.files, report.points = len(parsed), len(points)
@@ -326,8 +327,7 @@ def ingest_inferencex(paths: list[Path], results_root: Path, name: str, *, skip_
 
 def imported_aggs(store: Store, run_id: str) -> list[tuple[str, str, dict[str, Any]]]:
     """(point id, export file name, published dict) of an imported run, in import order."""
-    return [(pid, name, json.loads(text)) for pid, name, text in store.conn.execute(
-        "SELECT point_id, name, agg_json FROM imported_agg WHERE run_id=? ORDER BY rowid", (run_id,))]
+    return [(pid, name, json.loads(text)) for pid, name, text in store.imported_aggs(run_id)]
 
 
 def restore_imports(store: Store, results_root: Path) -> list[str]:

@@ -86,7 +86,8 @@ def match_key(a: Any) -> tuple[Any, ...]:
                  _dp(a.decode_dp_attention))
     else:
         roles = (a.tp, a.ep, _dp(a.dp_attention)) * 2
-    return (_hw(a.hw), a.framework, a.precision, a.spec_decoding, a.disagg, a.is_multinode, *roles, a.isl, a.osl, a.conc)
+    return (_hw(a.hw), a.framework, a.precision, a.spec_decoding, a.disagg, a.is_multinode, *roles, a.isl, a.osl,
+            a.conc)
 
 
 def label(a: Any) -> str:
@@ -237,7 +238,8 @@ def print_table(cmp: PRComparison) -> None:
             table.add_row(r.metric, r.unit, fmt(r.measured, r.unit), fmt(r.published, r.unit),
                           f"[{style}]{delta}[/{style}]" if style else delta,
                           f"[{style}]{pct}[/{style}]" if style else pct,
-                          "-" if r.ci_lo is None or r.ci_hi is None else f"{fmt(r.ci_lo, r.unit)} - {fmt(r.ci_hi, r.unit)}",
+                          "-" if r.ci_lo is None or r.ci_hi is None
+                          else f"{fmt(r.ci_lo, r.unit)} - {fmt(r.ci_hi, r.unit)}",
                           r.verdict)
         console.print(table)
     for title, items in (("measured points with no published match", cmp.unmatched_measured),

@@ -41,7 +41,8 @@ def accuracy_html(evals: list[EvalPoint], run_id: str, comparisons: list[Accurac
     for e in mine:
         tput = throughput.get(e.point_id)
         rows.append(
-            f'<tr class="{_e(e.state)}"><td>{_e(e.point_id)}{_links(files_url, run_id, e)}</td><td>{_e(e.workload.label)}</td><td>{_e(e.arm.label)}</td>'
+            f'<tr class="{_e(e.state)}"><td>{_e(e.point_id)}{_links(files_url, run_id, e)}</td>'
+            f'<td>{_e(e.workload.label)}</td><td>{_e(e.arm.label)}</td>'
             f"<td class=num>{e.conc}</td><td>{_e(e.task)}</td><td class=num>{_e(e.n)}</td>"
             f"<td class=num>{_pct(e.score_strict, e.stderr_strict)}</td>"
             f"<td class=num>{_pct(e.score_flexible, e.stderr_flexible)}</td>"

@@ -12,7 +12,7 @@ from infx.diagnostics import Diagnostic, warn
 def write_report(results: str | Path, output: str | Path, *, run_id: str | None = None,
                  baseline: str | None = None, png: bool = False, gpus_per_node: int | None = None,
                  runners: str | Path | None = None, cost_model: object = None,
-                 cost_tier: str | None = None) -> list[Path]:
+                 cost_tier: str | None = None, as_of: str | None = None, store: str | None = None) -> list[Path]:
     """Ingest ``results`` (idempotent), render the run's self-contained report to ``output`` and,
     with ``png``, the main chart next to it (skipped with a warning when chromium is missing).
     Bad points are reported as warnings and left out. Returns the files written."""
@@ -20,21 +20,28 @@ def write_report(results: str | Path, output: str | Path, *, run_id: str | None 
     from infx.report.data import load_report_data
     from infx.report.html import main_chart_page, render_report
     from infx.results.store import Store, locate_results, require_results
+    from infx.results.store.url import resolve as resolve_store
 
     root, runs = locate_results(results)
-    require_results(root, runs)
+    where = resolve_store(store, root)
+    require_results(root, runs, where)
     out = Path(output)
-    with Store(root / "infx.db") as store:
-        rep = store.ingest_dir(root, runs)
+    with Store(where) as st:
+        rep = st.ingest_dir(root, runs)
         if runs is None:
             from infx.interop.ingest import restore_imports
 
-            restore_imports(store, root)  # imported InferenceX runs, when the database was rebuilt
+            restore_imports(st, root)  # imported InferenceX runs, when the database was rebuilt
         for d in rep.problems:
             warn(Diagnostic(d.message, d.file, d.line, d.col, d.path, "warning"))
-        resolve = gpus_per_node_resolver(store, override=gpus_per_node, runners_path=runners)
-        data = load_report_data(store, run_id, baseline, gpus_per_node=resolve, results_root=root,
-                                cost_model=cost_model, cost_tier=cost_tier)
+        resolve = gpus_per_node_resolver(st, override=gpus_per_node, runners_path=runners)
+        view = None
+        if as_of is not None:
+            from infx.analysis.view import load_view
+
+            view = load_view(st, as_of, gpus_per_node=resolve)
+        data = load_report_data(st, run_id, baseline, gpus_per_node=resolve, results_root=root,
+                                cost_model=cost_model, cost_tier=cost_tier, view=view)
     atomic.write_text(out, render_report(data))
     out.chmod(0o644)  # a report is meant to be shared (atomic writes create 0600 temp files)
     written = [out]

@@ -52,7 +52,8 @@ def frontier_figure(series: Sequence[ArmSeries], run_id: str, title: str,
             marker=dict(color=c, size=[11 if i in on else 7 for i in range(len(xs))],
                         symbol="circle-open" if base else "circle", line=dict(width=1.5, color=c)),
             customdata=[[m.point_id, m.conc] for m in s.points],
-            hovertemplate="%{customdata[0]}<br>conc %{customdata[1]}<br>%{x:.2f} tok/s/user<br>%{y:.1f}<extra></extra>"))
+            hovertemplate="%{customdata[0]}<br>conc %{customdata[1]}<br>%{x:.2f} tok/s/user<br>%{y:.1f}"
+                          "<extra></extra>"))
         px, py = fr.step_polyline()
         fig.add_trace(go.Scatter(
             x=px, y=py, mode="lines", name=f"frontier {_name(s, run_id)}", legendgroup=_name(s, run_id),
@@ -88,7 +89,7 @@ def _bar(s: ArmSeries, key: str | None, values: Sequence[float | None]) -> dict[
     if key is None:
         return None
     plus, minus, any_ci = [], [], False
-    for m, v in zip(s.points, values):
+    for m, v in zip(s.points, values, strict=True):
         e = m.estimate(key)
         if e is None or not e.mean or v is None or v != v:
             plus.append(0.0)
@@ -134,13 +135,12 @@ def latency_figure(series: Sequence[ArmSeries], run_id: str, title: str) -> go.F
         c = col[s.arm.label]
         base = s.run_id != run_id
         conc = [m.conc for m in s.points]
-        for i, (med, p90) in enumerate(((lambda m: m.ttft_median, lambda m: m.ttft_p90),
-                                        (lambda m: m.itl_median, lambda m: m.itl_p90)), start=1):
-            fig.add_trace(go.Scatter(x=conc, y=[med(m) for m in s.points], mode="lines+markers",
+        for i, (med, p90) in enumerate((("ttft_median", "ttft_p90"), ("itl_median", "itl_p90")), start=1):
+            fig.add_trace(go.Scatter(x=conc, y=[getattr(m, med) for m in s.points], mode="lines+markers",
                                      name=f"{_name(s, run_id)} median", legendgroup=_name(s, run_id),
                                      showlegend=i == 1, line=dict(color=c, dash="dash" if base else "solid")),
                           row=1, col=i)
-            fig.add_trace(go.Scatter(x=conc, y=[p90(m) for m in s.points], mode="lines",
+            fig.add_trace(go.Scatter(x=conc, y=[getattr(m, p90) for m in s.points], mode="lines",
                                      name=f"{_name(s, run_id)} P90", legendgroup=_name(s, run_id),
                                      showlegend=i == 1, line=dict(color=c, dash="dot", width=1)), row=1, col=i)
     fig.update_xaxes(type="log", dtick=0.30103, title_text="concurrency")

@@ -5,12 +5,18 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from infx.diagnostics import Diagnostic, InfxError, exit_on_error
-from infx.results.cli import results_root
+from infx.results.cli import StoreOpt, results_root
+
+if TYPE_CHECKING:
+    from infx.analysis.compare import ComparisonSet
+    from infx.analysis.costmodel import CostModel
+    from infx.analysis.dataset import GpusPerNode
+    from infx.results.store import Store
 
 ResultsArg = Annotated[Path | None, typer.Argument(help="Results directory (default: the workspace's results/).")]
 RunOpt = Annotated[str | None, typer.Option("--run", help="Run id (default: the latest run).")]
@@ -18,11 +24,14 @@ BaselineOpt = Annotated[str | None, typer.Option("--baseline", help="Baseline ru
 GpnOpt = Annotated[int | None, typer.Option("--gpus-per-node", min=1,
                                                 help="GPUs per node for every runner (overrides the manifest).")]
 RunnersOpt = Annotated[Path | None, typer.Option("--runners", help="runners.yaml with gpus-per-node per runner.")]
+AsOfOpt = Annotated[str | None, typer.Option(
+    "--as-of", help="The latest curves as they stood at DATE (YYYY-MM-DD or ISO 8601, UTC) or when RUN finished: "
+                    "each curve from one run's snapshot (append-only runs chained under one image); 'latest': now.")]
 TierOpt = Annotated[str | None, typer.Option("--tier", help="Cost table price tier (default: the table's default "
                                                              "tier; the workspace's cost-model.yaml, else infx's).")]
 
 
-def _cost_model(tier: str | None):  # type: ignore[no-untyped-def]
+def _cost_model(tier: str | None) -> CostModel:
     """The cost table (validated: a bad file is a FILE:LINE error, exit 2) with ``tier`` checked."""
     from infx.analysis.costmodel import load_cost_model
 
@@ -48,14 +57,16 @@ def _parse_targets(text: str | None) -> list[float] | None:
     return out
 
 
-def _open_store(results: Path, *, quiet: bool = False):  # type: ignore[no-untyped-def]
-    """Ingest RESULTS (idempotent; cheap when nothing changed) and return the open store."""
+def _open_store(results: Path, *, quiet: bool = False, store_url: str | None = None) -> Store:
+    """Ingest RESULTS (idempotent; cheap when nothing changed) into the store and return it open."""
     from infx.diagnostics import warn
     from infx.results.store import Store, locate_results, require_results
+    from infx.results.store.url import resolve
 
     root, runs = locate_results(results)
-    require_results(root, runs)
-    store = Store(root / "infx.db")
+    where = resolve(store_url, root)
+    require_results(root, runs, where)
+    store = Store(where)
     report = store.ingest_dir(root, runs)
     if runs is None:
         from infx.interop.ingest import restore_imports
@@ -68,7 +79,7 @@ def _open_store(results: Path, *, quiet: bool = False):  # type: ignore[no-untyp
     return store
 
 
-def _resolver(store, gpus_per_node: int | None, runners: Path | None):  # type: ignore[no-untyped-def]
+def _resolver(store: Store, gpus_per_node: int | None, runners: Path | None) -> GpusPerNode:
     from infx.analysis.dataset import gpus_per_node_resolver
 
     return gpus_per_node_resolver(store, override=gpus_per_node, runners_path=runners)
@@ -87,8 +98,10 @@ def register(app: typer.Typer) -> None:
         per: Annotated[str, typer.Option("--per", help="Normalisation: node | gpu | server.")] = "node",
         metric: Annotated[str, typer.Option("--metric", help="total | output tokens per second, or energy: "
                                                           "output tokens per joule (GPU energy, InferenceX rules), "
-                                                          "or cost: tokens per $ (cost table; --tier, --basis).")] = "total",
-        x: Annotated[str, typer.Option("--x", help="interactivity (median TPOT) | interactivity_p90.")] = "interactivity",
+                                                          "or cost: tokens per $ (cost table; --tier, --basis).")
+                          ] = "total",
+        x: Annotated[str, typer.Option("--x", help="interactivity (median TPOT) | interactivity_p90.")
+                     ] = "interactivity",
         at: Annotated[str | None, typer.Option("--at", help="Interactivity targets, e.g. 10,20,40 "
                                                               "(default: a ladder across the measured range).")] = None,
         ladder: Annotated[int, typer.Option("--ladder", min=2, help="Ladder size when --at is not given.")] = 10,
@@ -102,13 +115,17 @@ def register(app: typer.Typer) -> None:
         tier: TierOpt = None,
         basis: Annotated[str, typer.Option("--basis", help="--metric cost: input/output tokens on all GPUs of the "
                                            "deployment (all) or on their role's GPUs (role).")] = "all",
+        as_of: AsOfOpt = None,
+        store: StoreOpt = None,
     ) -> None:
-        """Throughput ratio of two arms (or a run vs a baseline) at equal interactivity, read off step frontiers."""
+        """Throughput ratio of two arms (or a run vs a baseline) at equal interactivity, read off step frontiers.
+        With --as-of: the arms of the latest curves as of then, or --run R against them."""
         from infx.analysis.compare import compare_arms, compare_runs
         from infx.analysis.dataset import load_measured
         from infx.report.data import latest_run
 
-        for name, value, allowed in (("--per", per, ("node", "gpu", "server")), ("--metric", metric, ("total", "output", "energy", "cost")),
+        for name, value, allowed in (("--per", per, ("node", "gpu", "server")),
+                                     ("--metric", metric, ("total", "output", "energy", "cost")),
                                      ("--basis", basis, ("all", "role")),
                                      ("--x", x, ("interactivity", "interactivity_p90"))):
             if value not in allowed:
@@ -118,33 +135,54 @@ def register(app: typer.Typer) -> None:
                                        path=("--margin",)))
         targets = _parse_targets(at)
         cost_model = _cost_model(tier) if metric == "cost" else None
-        store = _open_store(results_root(results), quiet=as_json)
+        st = _open_store(results_root(results), quiet=as_json, store_url=store)
         try:
-            run_id = run or latest_run(store)
-            known = store.run_ids()
+            view = None
+            if as_of is not None:
+                from infx.analysis.view import load_view
+
+                if run and baseline:
+                    raise InfxError(Diagnostic("--as-of compares the curves as of then with --run or --baseline, not "
+                                               "both", path=("--as-of",)))
+                view = load_view(st, as_of, gpus_per_node=_resolver(st, gpus_per_node, runners))
+                if run:
+                    baseline = view.view_id
+                else:
+                    run = view.view_id
+            run_id = run or latest_run(st)
+            known = st.run_ids()
+            in_view = {view.view_id} if view is not None else set()
             for r in (run_id, baseline):
-                if r is not None and r not in known:
+                if r is not None and r not in known and r not in in_view:
                     raise InfxError(Diagnostic(f"run {r!r} not found (runs: {', '.join(known) or 'none'})"))
-            measured = load_measured(store, [run_id] + ([baseline] if baseline else []),
-                                     gpus_per_node=_resolver(store, gpus_per_node, runners))
+            stored = [r for r in [run_id] + ([baseline] if baseline else []) if r not in in_view]
+            measured = load_measured(st, stored, gpus_per_node=_resolver(st, gpus_per_node, runners)) if stored else []
+            if view is not None:
+                measured += view.measured
             published = None
-            if baseline and store.origin(baseline) == "imported":  # published InferenceX results: its PR table too
+            if baseline and baseline not in in_view and st.origin(baseline) == "imported":  # its PR table too
                 from infx.interop.prtable import pr_comparison
                 from infx.results.store import locate_results
 
-                published = pr_comparison(store, locate_results(results_root(results))[0], run_id, baseline)
+                published = pr_comparison(st, locate_results(results_root(results))[0], run_id, baseline)
             from infx.analysis.evals import compare_arm_accuracy, load_evals
 
-            evals = load_evals(store, [run_id] + ([baseline] if baseline else []))
-            accuracy = compare_arm_accuracy(store, evals, run_id, arm if baseline else arm_a,
-                                            None if baseline else arm_b, baseline)
+            accuracy = []
+            if run_id not in in_view and (baseline is None or baseline not in in_view):
+                evals = load_evals(st, stored)
+                accuracy = compare_arm_accuracy(st, evals, run_id, arm if baseline else arm_a,
+                                                None if baseline else arm_b, baseline)
+            if view is not None and not as_json:
+                typer.echo(f"{view.view_id}: {view.describe()}")
+                for note in view.notes:
+                    typer.echo(f"  note: {note}")
         finally:
-            store.close()
+            st.close()
         if cost_model is not None:  # read-time pricing (infx.analysis.cost): tokens per $ at equal interactivity
-            from infx.analysis.cost import compare_cost
+            from infx.analysis.cost import basis_of, compare_cost
 
             cs = compare_cost(measured, cost_model, run_id, baseline=baseline, a=arm_a, b=arm_b, arm=arm, tier=tier,
-                              basis=basis, x_metric=x, at=targets, ladder_points=ladder)  # type: ignore[arg-type]
+                              basis=basis_of(basis), x_metric=x, at=targets, ladder_points=ladder)
         elif agg_vs_disagg:
             from infx.analysis.aggdisagg import compare_agg_disagg
 
@@ -179,13 +217,13 @@ def register(app: typer.Typer) -> None:
             from infx.analysis.capacity import capacity_results
             from infx.analysis.cost import cost_view
 
-            at = capacity_results(root, searched, measured)
-            if at:
-                view = cost_view([m for m in measured if m.run_id in searched], cost_model, tier, capacity=at)
-                for c, sc in zip(at, view.slo):
+            found = capacity_results(root, searched, measured)
+            if found:
+                costs = cost_view([m for m in measured if m.run_id in searched], cost_model, tier, capacity=found)
+                for c, sc in zip(found, costs.slo, strict=True):
                     v = sc.usd_per_mtok
                     price = f"${v.value:,.4g}/Mtok" if v.value is not None else f"n/a ({v.reason})"
-                    typer.echo(f"{c.run_id} cost at SLO tier {c.slo!r} (price tier {view.tier}): {price} at "
+                    typer.echo(f"{c.run_id} cost at SLO tier {c.slo!r} (price tier {costs.tier}): {price} at "
                                f"{sc.point_id} (conc {c.conc}; max users at tier {c.max_conc})")
         if published is not None:
             from infx.interop.prtable import print_table
@@ -205,15 +243,18 @@ def register(app: typer.Typer) -> None:
         gpus_per_node: GpnOpt = None,
         runners: RunnersOpt = None,
         tier: TierOpt = None,
+        as_of: AsOfOpt = None,
+        store: StoreOpt = None,
     ) -> None:
-        """Write one self-contained HTML report (plotly inlined; opens offline)."""
+        """Write one self-contained HTML report (plotly inlined; opens offline). With --as-of: the report of the
+        latest curves as of then (or of --run against them)."""
         from infx.outpaths import check_output_file
         from infx.report.build import write_report
 
         check_output_file(output, "-o")
         for path in write_report(results_root(results), output, run_id=run, baseline=baseline, png=png,
                                  gpus_per_node=gpus_per_node, runners=runners, cost_model=_cost_model(tier),
-                                 cost_tier=tier):
+                                 cost_tier=tier, as_of=as_of, store=store):
             typer.echo(f"wrote {path}")
 
     @app.command("serve")
@@ -223,17 +264,19 @@ def register(app: typer.Typer) -> None:
         port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0: any free port).")] = 8787,
         host: Annotated[str, typer.Option("--host", help="Address to bind (default loopback only).")] = "127.0.0.1",
         gpus_per_node: GpnOpt = None,
+        store: StoreOpt = None,
     ) -> None:
-        """Read-only dashboard: lists runs, renders each run's report, overlays a run on a baseline."""
+        """Read-only dashboard: lists runs, renders each run's report, overlays a run on a baseline; /latest (and
+        /latest?as_of=DATE|RUN) and /api/frontiers?as_of=... show the latest curves."""
         from infx.report.server import serve as run_server
 
         results = results_root(results)
         if not results.is_dir():
             raise InfxError(Diagnostic(f"{results}: not a directory"))
-        run_server(results, host=host, port=port, gpus_per_node=gpus_per_node)
+        run_server(results, host=host, port=port, gpus_per_node=gpus_per_node, store=store)
 
 
-def _print_comparisons(cs) -> None:  # type: ignore[no-untyped-def]
+def _print_comparisons(cs: ComparisonSet) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -254,7 +297,8 @@ def _print_comparisons(cs) -> None:  # type: ignore[no-untyped-def]
             table.add_column("A/B [95% CI]", justify="right")
             table.add_column("verdict")
             for v in rows:
-                table.add_row(f"{v.x:g}" if x_head == "concurrency" else f"{v.x:.2f}", "-" if v.a is None else f"{v.a:,.1f}", "-" if v.b is None else f"{v.b:,.1f}",
+                table.add_row(f"{v.x:g}" if x_head == "concurrency" else f"{v.x:.2f}",
+                              "-" if v.a is None else f"{v.a:,.1f}", "-" if v.b is None else f"{v.b:,.1f}",
                               _ratio_ci(v.ratio, v.ratio_lo, v.ratio_hi), v.decision)
         else:  # no common range: the ladder's point estimates, labelled as such
             console.print("  point estimates only (no interval, no verdict):")
@@ -265,7 +309,8 @@ def _print_comparisons(cs) -> None:  # type: ignore[no-untyped-def]
             table.add_column("note")
             for e in c.ladder:
                 table.add_row(f"{e.x:.2f}", "-" if e.a is None else f"{e.a:,.1f}",
-                              "-" if e.b is None else f"{e.b:,.1f}", "-" if e.ratio is None else f"{e.ratio:.2f}x", e.note)
+                              "-" if e.b is None else f"{e.b:,.1f}", "-" if e.ratio is None else f"{e.ratio:.2f}x",
+                              e.note)
         console.print(table)
     for acc in cs.accuracy:
         colour = {"same": "green", "not comparable": "yellow"}.get(acc.verdict, "red")

@@ -95,7 +95,8 @@ def _invariant(pc: PointCost, m: Measured) -> str:
     return (f"<li><code>{_e(pc.point_id)}</code>: per role, ${ir:.4g} x {in_tok:,.0f} input + ${orr:.4g} x "
             f"{out_tok:,.0f} output tok/s = ${(ir * in_tok + orr * out_tok) / 1e6 * 3600:,.4g}/h = total "
             f"${t:.4g} x {total:,.0f} tok/s = ${t * total / 1e6 * 3600:,.4g}/h; on all GPUs, input ${ia:.4g} and "
-            f"output ${oa:.4g} per Mtok each carry all {pc.gpus} GPUs (sum ${(ia * in_tok + oa * out_tok) / 1e6 * 3600:,.4g}"
+            f"output ${oa:.4g} per Mtok each carry all {pc.gpus} GPUs "
+            f"(sum ${(ia * in_tok + oa * out_tok) / 1e6 * 3600:,.4g}"
             "/h: not an allocation)</li>")
 
 
@@ -161,8 +162,9 @@ def cost_section(data: Any) -> str:
     if inv:
         parts.append(f'<h3>Disaggregated deployments: both bases</h3><ul id="cost-disagg">{inv}</ul>')
     if view.slo:
-        slo_rows = "".join(f"<tr><td>{_e(s.slo)}</td><td><code>{_e(s.point_id)}</code></td>{_cell(s.usd_per_mtok, '${:,.4g}')}"
-                           f"{_cell(s.tokens_per_usd, '{:,.0f}')}</tr>" for s in view.slo)
+        slo_rows = "".join(f"<tr><td>{_e(s.slo)}</td><td><code>{_e(s.point_id)}</code></td>"
+                           f"{_cell(s.usd_per_mtok, '${:,.4g}')}{_cell(s.tokens_per_usd, '{:,.0f}')}</tr>"
+                           for s in view.slo)
         parts.append('<h3>Cost at SLO tiers</h3><table id="cost-slo"><tr><th>SLO tier</th><th>point at capacity</th>'
                      f"<th>$/Mtok total</th><th>tokens per $</th></tr>{slo_rows}</table>")
     elif view.slo_note:

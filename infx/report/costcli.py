@@ -17,8 +17,9 @@ cost_app = typer.Typer(help="Cost per token: the price table (shipped, or the wo
 
 EXPORT_KEYS = ("run_id", "point_id", "sku", "tier", "disagg", "gpus", "prefill_gpus", "decode_gpus",
                "usd_per_gpu_hour", "usd_per_mtok_total", "usd_per_mtok_input_all", "usd_per_mtok_input_role",
-               "usd_per_mtok_output_all", "usd_per_mtok_output_role", "tokens_per_usd_total", "tokens_per_usd_input_all",
-               "tokens_per_usd_input_role", "tokens_per_usd_output_all", "tokens_per_usd_output_role", "tok_per_s_per_mw",
+               "usd_per_mtok_output_all", "usd_per_mtok_output_role", "tokens_per_usd_total",
+               "tokens_per_usd_input_all", "tokens_per_usd_input_role", "tokens_per_usd_output_all",
+               "tokens_per_usd_output_role", "tok_per_s_per_mw",
                "tok_per_s_per_measured_kw", "energy_usd_per_mtok", "on_cost_frontier", "not_priced")
 
 
@@ -63,7 +64,8 @@ def export(results: Annotated[Path | None, typer.Argument(help="Results director
            run: Annotated[str | None, typer.Option("--run", help="Run id (default: every run).")] = None,
            tier: Annotated[str | None, typer.Option("--tier", help="Price tier (default: the table's).")] = None,
            fmt: Annotated[str, typer.Option("--format", help="csv | json")] = "csv",
-           output: Annotated[Path | None, typer.Option("-o", "--output", help="File to write (default: stdout).")] = None,
+           output: Annotated[Path | None, typer.Option("-o", "--output", help="File to write (default: stdout).")
+                             ] = None,
            ) -> None:
     """Every measured point priced with the current cost table (read time; the store is not changed)."""
     from infx import atomic
@@ -96,7 +98,7 @@ def export(results: Annotated[Path | None, typer.Argument(help="Results director
             *(pc.tokens_per_usd[k].value for k in ("total", "input:all", "input:role", "output:all", "output:role")),
             pc.tok_per_s_per_mw.value,
             pc.tok_per_s_per_measured_kw.value, pc.energy_usd_per_mtok.value, pc.point_id in view.on_frontier,
-            v["total"].reason or None))))
+            v["total"].reason or None), strict=True)))
     if fmt == "json":
         text = json.dumps({"table": view.table, "version": view.version, "files": view.files, "tier": view.tier,
                            "points": rows}, indent=2) + "\n"

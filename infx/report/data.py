@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,29 +17,16 @@ from infx.analysis.dataset import (
     load_measured,
 )
 from infx.analysis.evals import EvalPoint, compare_arm_accuracy, load_evals
+from infx.analysis.view import ViewData
 from infx.diagnostics import Diagnostic, InfxError
 from infx.interop.prtable import PRComparison, pr_comparison
 from infx.report.samples import LatencySamples, read_samples
 from infx.results.layout import RECORDS_FILE, ResultsDir, RunManifest
 from infx.results.store import Store
+from infx.results.store.reads import PointLineRow
 
-
-@dataclass(frozen=True)
-class PointLine:
-    """One row of the point table: every point of the run, measured or not."""
-
-    point_id: str
-    state: str
-    topology: str
-    conc: int
-    gpus_per_server: int
-    image: str
-    launch_fingerprint: str | None
-    failure_class: str | None
-    reason: str
-    log_tail: str
-    measured: Measured | None
-    kv_cache_tokens: int | None
+#: One row of the point table: every point of the run, measured or not (its figures: ``ReportData.measured_at``).
+PointLine = PointLineRow
 
 
 @dataclass
@@ -59,6 +48,14 @@ class ReportData:
     accuracy: list[AccuracyComparison] = field(default_factory=list)  # paired verdicts: arms, and vs baseline
     cost: Any = None  # infx.analysis.cost.CostView: the cost table applied at read time (never stored)
 
+    def measured_at(self, point_id: str) -> Measured | None:
+        """The measured figures of a point of this run (None: not measured)."""
+        return self._mine.get(point_id)
+
+    @functools.cached_property
+    def _mine(self) -> dict[str, Measured]:
+        return {m.point_id: m for m in self.measured if m.run_id == self.run_id}
+
     @property
     def per_node_known(self) -> bool:
         return all(m.gpus_per_node is not None for m in self.measured)
@@ -68,13 +65,15 @@ class ReportData:
         return "node" if self.per_node_known else "gpu"
 
 
-def _telemetry(store: Store, rd: ResultsDir, run_id: str, lines: list[PointLine]) -> list[Any]:
-    from infx.report.telemetry import load_point, stored_figures
+def _telemetry(store: Store, rd: ResultsDir, run_id: str, lines: list[PointLine], mine: dict[str, Measured]
+               ) -> list[Any]:
+    from infx.report.telemetry import load_point
 
-    figures = stored_figures(store.conn, run_id)
+    figures = store.telemetry_figures(run_id)
     out = []
     for line in lines:
-        if line.measured is None or line.point_id not in figures:
+        measured = mine.get(line.point_id)
+        if measured is None or line.point_id not in figures:
             continue
         try:
             result = rd.read_result(run_id, line.point_id)
@@ -82,7 +81,7 @@ def _telemetry(store: Store, rd: ResultsDir, run_id: str, lines: list[PointLine]
             continue
         pt = load_point(rd.point_dir(run_id, line.point_id), line.point_id, line.conc, result, figures[line.point_id])
         if pt is not None:
-            pt.energy_ci = line.measured.estimate("joules_per_output_token")
+            pt.energy_ci = measured.estimate("joules_per_output_token")
             out.append(pt)
     return out
 
@@ -90,40 +89,65 @@ def _telemetry(store: Store, rd: ResultsDir, run_id: str, lines: list[PointLine]
 def latest_run(store: Store) -> str:
     runs = store.measured_run_ids()  # an imported run is never the default
     if not runs:
-        raise InfxError(Diagnostic(f"{store.path}: no runs ingested"))
+        raise InfxError(Diagnostic(f"{store.name}: no runs ingested"))
     return runs[-1]
+
+
+def view_manifest(view: ViewData) -> RunManifest:
+    """A manifest for the report of a view (it is no run: its description names the snapshots' runs)."""
+    from infx import __version__
+
+    at = view.as_of.at
+    return RunManifest(run_id=view.view_id, infx_version=__version__, started_at=at if at is not None else time.time(),
+                       official=True, description=view.describe())
 
 
 def load_report_data(store: Store, run_id: str | None = None, baseline: str | None = None, *,
                      gpus_per_node: GpusPerNode | None = None, results_root: str | Path | None = None,
-                     cost_model: Any = None, cost_tier: str | None = None) -> ReportData:
+                     cost_model: Any = None, cost_tier: str | None = None, view: ViewData | None = None) -> ReportData:
     """Everything the report of ``run_id`` shows. With ``results_root``, per-request latency
-    distributions are read from the points' ``records.jsonl.gz``."""
+    distributions are read from the points' ``records.jsonl.gz``. With ``view`` (``--as-of``), the report is of
+    the view (no ``run_id``) or of ``run_id`` against the view as its baseline."""
+    if view is not None:
+        if run_id is None:
+            run_id = view.view_id
+        elif baseline is not None:
+            raise InfxError(Diagnostic("--as-of with --run compares the run against the curves as of then: "
+                                       "drop --baseline", path=("--baseline",)))
+        else:
+            baseline = view.view_id
     run_id = run_id or latest_run(store)
-    manifest = store.manifest(run_id)
+    in_view = {view.view_id} if view is not None else set()
+    manifest = view_manifest(view) if view is not None and run_id == view.view_id else store.manifest(run_id)
     if manifest is None:
-        raise InfxError(Diagnostic(f"run {run_id!r} is not in {store.path} (runs: {', '.join(store.run_ids()) or 'none'})"))
+        raise InfxError(Diagnostic(f"run {run_id!r} is not in {store.name} "
+                                   f"(runs: {', '.join(store.run_ids()) or 'none'})"))
     baseline_manifest = None
     if baseline is None and manifest.baseline_run and store.manifest(manifest.baseline_run) is not None:
         baseline = manifest.baseline_run  # the run names its own baseline (infx run --baseline-run)
     if baseline is not None:
-        baseline_manifest = store.manifest(baseline)
+        baseline_manifest = (view_manifest(view) if view is not None and baseline in in_view
+                             else store.manifest(baseline))
         if baseline_manifest is None:
-            raise InfxError(Diagnostic(f"baseline run {baseline!r} is not in {store.path} "
+            raise InfxError(Diagnostic(f"baseline run {baseline!r} is not in {store.name} "
                                        f"(runs: {', '.join(store.run_ids())})"))
     resolve = gpus_per_node or gpus_per_node_resolver(store)
     runs = [run_id] + ([baseline] if baseline else [])
-    measured = load_measured(store, runs, gpus_per_node=resolve)
+    stored = [r for r in runs if r not in in_view]  # runs of the store (not the view)
+    measured = load_measured(store, stored, gpus_per_node=resolve) if stored else []
+    if view is not None:
+        measured += view.measured
     mine = {m.point_id: m for m in measured if m.run_id == run_id}
-    lines: list[PointLine] = []
-    q = """SELECT p.point_id, p.state, p.topology, p.conc, p.gpus_per_server, p.image, p.launch_fingerprint,
-                  f.failure_class, COALESCE(f.reason, ''), COALESCE(f.log_tail, ''), s.kv_cache_tokens
-           FROM points p LEFT JOIN failures f ON f.run_id = p.run_id AND f.point_id = p.point_id
-           LEFT JOIN startup s ON s.run_id = p.run_id AND s.point_id = p.point_id
-           WHERE p.run_id = ? ORDER BY p.topology, p.conc, p.point_id"""
-    for (pid, state, topo, conc, gps, image, lf, fclass, reason, tail, kv) in store.conn.execute(q, (run_id,)):
-        lines.append(PointLine(pid, state, topo, conc, gps, image, lf, fclass, reason, tail, mine.get(pid), kv))
+    if run_id in in_view:
+        lines = [PointLine(m.point_id, "done", m.arm.topology, m.conc, m.gpus_per_server, m.image,
+                           m.launch_fingerprint, None, f"measured in {m.measured_in}", "", m.kv_cache_tokens)
+                 for m in sorted(mine.values(), key=lambda m: (m.arm.topology, m.conc, m.point_id))]
+    else:
+        lines = store.point_lines(run_id)
     data = ReportData(run_id, manifest, measured, lines, baseline, baseline_manifest)
+    if view is not None:
+        data.notes.append(f"{view.view_id}: {view.describe()}")
+        data.notes.extend(view.notes)
     norm = data.norm
     if not data.per_node_known:
         data.notes.append("GPUs per node unknown for some runners: per-node charts and comparisons are omitted "
@@ -137,12 +161,14 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
     if results_root is not None:
         rd = ResultsDir(results_root)
         for line in lines:
-            if line.measured is not None:
-                path = rd.file(run_id, line.point_id, RECORDS_FILE)
+            measured_pt = mine.get(line.point_id)
+            if measured_pt is not None:
+                path = rd.file(measured_pt.measured_in, line.point_id, RECORDS_FILE)
                 got = read_samples(path) if path.is_file() else None
                 if got is not None:
                     data.samples[line.point_id] = got
-        data.telemetry = _telemetry(store, rd, run_id, lines)
+        if run_id not in in_view:
+            data.telemetry = _telemetry(store, rd, run_id, lines, mine)
     data.arm_comparison = compare_arms(measured, run_id, norm=norm)
     if any(m.disagg for m in measured if m.run_id == run_id):
         from infx.analysis.aggdisagg import compare_agg_disagg
@@ -151,17 +177,19 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
     from infx.analysis.cost import load_cost_view
 
     capacity = None
-    if results_root is not None:  # the capacity searches (infx run --search max-concurrency --slo TIER)
+    if results_root is not None and stored:  # the capacity searches (infx run --search max-concurrency --slo TIER)
         from infx.analysis.capacity import capacity_results
 
-        capacity = capacity_results(results_root, [r for r in (run_id, baseline) if r], measured) or None
-    data.cost = load_cost_view(store, measured, runs, model=cost_model, tier=cost_tier, capacity=capacity)
-    data.evals = load_evals(store, runs)
-    data.accuracy = compare_arm_accuracy(store, data.evals, run_id, None, None)
-    if baseline:
-        data.accuracy += compare_arm_accuracy(store, data.evals, run_id, None, None, baseline)
+        capacity = capacity_results(results_root, stored, measured) or None
+    data.cost = load_cost_view(store, measured, stored, model=cost_model, tier=cost_tier, capacity=capacity)
+    data.evals = load_evals(store, stored) if stored else []
+    if run_id not in in_view:
+        data.accuracy = compare_arm_accuracy(store, data.evals, run_id, None, None)
+        if baseline and baseline not in in_view:
+            data.accuracy += compare_arm_accuracy(store, data.evals, run_id, None, None, baseline)
     if baseline:
         data.baseline_comparison = compare_runs(measured, run_id, baseline, norm=norm)
-        if results_root is not None and store.origin(baseline) == "imported" and store.origin(run_id) == "measured":
+        if results_root is not None and baseline not in in_view and run_id not in in_view \
+                and store.origin(baseline) == "imported" and store.origin(run_id) == "measured":
             data.published = pr_comparison(store, Path(results_root), run_id, baseline)
     return data

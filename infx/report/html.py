@@ -11,7 +11,7 @@ from typing import Literal
 import plotly.graph_objects as go
 
 from infx.analysis.compare import Comparison, ComparisonSet
-from infx.analysis.dataset import NORM_UNITS, ArmSeries, series
+from infx.analysis.dataset import NORM_UNITS, ArmSeries, Measured, series
 from infx.report import charts
 from infx.report.cost import cost_section
 from infx.report.data import ReportData
@@ -113,8 +113,9 @@ def _one_comparison(c: Comparison) -> str:
     x_head, evidence = c.evidence()
     if evidence:  # the verdicts' own evidence: each ratio with its 95 % interval and what it decides
         rows = "".join(
-            f"<tr><td class=num>{f'{v.x:g}' if x_head == 'concurrency' else _num(v.x, 2)}</td><td class=num>{_num(v.a)}</td>"
-            f"<td class=num>{_num(v.b)}</td><td class=num>{_ratio_ci(v.ratio, v.ratio_lo, v.ratio_hi)}</td><td>{_e(v.decision)}</td></tr>"
+            f"<tr><td class=num>{f'{v.x:g}' if x_head == 'concurrency' else _num(v.x, 2)}</td>"
+            f"<td class=num>{_num(v.a)}</td><td class=num>{_num(v.b)}</td>"
+            f"<td class=num>{_ratio_ci(v.ratio, v.ratio_lo, v.ratio_hi)}</td><td>{_e(v.decision)}</td></tr>"
             for v in evidence)
         table = (f'<table class="ladder"><tr><th>{_e(x_head)}</th><th>A: {_e(c.a_label)}{unit}</th>'
                  f"<th>B: {_e(c.b_label)}{unit}</th><th>ratio A/B [95% CI]</th><th>verdict</th></tr>{rows}</table>")
@@ -140,9 +141,9 @@ def _ratio_ci(ratio: float | None, lo: float | None, hi: float | None) -> str:
     return f"{ratio:.2f}x" + ("" if lo is None or hi is None else f" [{lo:.2f}, {hi:.2f}]")
 
 
-def _ci_note(m: object) -> str:
+def _ci_note(m: Measured) -> str:
     """The 95 % interval of a point's total throughput, as +-% of it, and what it rests on (issue 21)."""
-    e = m.estimate("total_tok_per_s")  # type: ignore[attr-defined]
+    e = m.estimate("total_tok_per_s")
     if e is None or not e.mean:
         return ""
     half = (e.hi - e.lo) / 2 / abs(e.mean) * 100
@@ -159,7 +160,7 @@ def point_table(data: ReportData, files_url: str | None = None) -> str:
               "<th>success</th><th>KV cache<br>tokens</th><th>launch</th></tr>")
     rows = []
     for p in data.points:
-        m = p.measured
+        m = data.measured_at(p.point_id)
         name = _e(p.point_id)
         if files_url is not None:
             base = f"{files_url}/{_e(data.run_id)}/points/{name}"
@@ -182,7 +183,8 @@ def point_table(data: ReportData, files_url: str | None = None) -> str:
         else:
             span = 8 if norm_node else 7
             cells.append(f"<td colspan={span}>{_e(p.failure_class or '')} {_e(p.reason)}</td>")
-        cells += [f"<td class=num>{_num(p.kv_cache_tokens)}</td>", f"<td><small>{_e(p.launch_fingerprint)}</small></td>"]
+        cells += [f"<td class=num>{_num(p.kv_cache_tokens)}</td>",
+                  f"<td><small>{_e(p.launch_fingerprint)}</small></td>"]
         rows.append(f'<tr class="{_e(p.state)}">{"".join(cells)}</tr>')
     return f'<table id="points-table">{head}{"".join(rows)}</table>'
 
@@ -202,8 +204,8 @@ def failures_html(data: ReportData) -> str:
 
 def _figure_div(fig: go.Figure, div_id: str) -> str:
     return ('<div class="chart">'
-            + fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
-                          config={"displaylogo": False, "responsive": True})
+            + str(fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
+                              config={"displaylogo": False, "responsive": True}))
             + "</div>")
 
 
@@ -234,7 +236,8 @@ def workload_charts(data: ReportData) -> tuple[str, list[tuple[str, go.Figure]]]
         if any(m.output_tok_per_j is not None for s in e_arms for m in s.points):
             plan.append(("energy", charts.frontier_figure(e_arms, data.run_id, "Output tokens per joule vs "
                                                           "interactivity (GPU energy, step frontiers)")))
-        plan.append(("conc", charts.concurrency_figure(arms, data.run_id, "Throughput and interactivity vs concurrency")))
+        plan.append(("conc", charts.concurrency_figure(arms, data.run_id,
+                                                       "Throughput and interactivity vs concurrency")))
         plan.append(("latency", charts.latency_figure(arms, data.run_id, "TTFT and ITL vs concurrency")))
         if any(m.point_id in data.samples for s in arms if s.run_id == data.run_id for m in s.points):
             plan.append(("dist", charts.samples_figure(arms, data.run_id, "Latency distributions (per request)",
@@ -301,7 +304,7 @@ def render_report(data: ReportData, *, plotly_js: Literal["inline"] | str = "inl
     title = f"infx report: {m.run_id}"
     from infx.report.accuracy import accuracy_html
 
-    tput = {p.point_id: p.measured.throughput("total", "gpu") for p in data.points if p.measured is not None}
+    tput = {m.point_id: m.throughput("total", "gpu") for m in data.measured if m.run_id == data.run_id}
     accuracy_section = accuracy_html(data.evals, data.run_id, data.accuracy, tput, files_url)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -309,13 +312,13 @@ def render_report(data: ReportData, *, plotly_js: Literal["inline"] | str = "inl
 <body>{banner(m)}<main>
 {nav}
 <h1>{_e(title)}</h1>
-<p>{len([p for p in data.points if p.state == 'done'])} measured, {len([p for p in data.points if p.state == 'failed'])} failed,
-{len([p for p in data.points if p.state == 'skipped'])} skipped point(s). Started {_time(m.started_at)}.</p>
+<p>{sum(p.state == 'done' for p in data.points)} measured, {sum(p.state == 'failed' for p in data.points)} failed,
+{sum(p.state == 'skipped' for p in data.points)} skipped point(s). Started {_time(m.started_at)}.</p>
 {baseline_line}{notes}
 <h2 id="charts">Throughput vs interactivity</h2>
-<p>Frontiers are step functions through measured points (never smoothed): the value at an interactivity is the best
-throughput measured at that interactivity or better. Per-node figures are per-server throughput &times; whole servers per
-node (GPUs per node // GPUs per server), assuming replicas do not interfere.</p>
+<p>Frontiers are step functions through measured points (never smoothed): the value at an interactivity is the
+best throughput measured at that interactivity or better. Per-node figures are per-server throughput &times; whole
+servers per node (GPUs per node // GPUs per server), assuming replicas do not interfere.</p>
 {charts_html}
 {telemetry_section(data)}
 {cost_section(data)}

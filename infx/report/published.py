@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from html import escape
 
-from infx.interop.prtable import PRComparison, fmt
+from infx.interop.prtable import PRComparison, Row, fmt
 
 _COLOUR = {"better": "#1a7f37", "worse": "#cf222e"}
 
 
-def _ci(r: object) -> str:
+def _ci(r: Row) -> str:
     lo, hi, unit = r.ci_lo, r.ci_hi, r.unit
     return "&ndash;" if lo is None or hi is None else f"{fmt(lo, unit)} &ndash; {fmt(hi, unit)}"
 
@@ -20,9 +20,9 @@ def published_html(cmp: PRComparison) -> str:
              f"{escape(cmp.published_run)} (published InferenceX results, imported)</h3>",
              "<p>Points matched on hardware, model prefix, framework, precision, speculative decoding, disagg, "
              "topology, ISL/OSL and concurrency. Deltas are measured &minus; published; green is better, red worse "
-             "(higher is better for throughput and interactivity, lower for TTFT and E2EL), and only when the published "
-             "value lies outside the measured point's 95% interval across trials (\"same\": within &plusmn;5%; "
-             "\"inconclusive\": measured once, or neither).</p>"]
+             "(higher is better for throughput and interactivity, lower for TTFT and E2EL), and only when the "
+             "published value lies outside the measured point's 95% interval across trials (\"same\": within "
+             "&plusmn;5%; \"inconclusive\": measured once, or neither).</p>"]
     for pair in cmp.pairs:
         rows = []
         for r in pair.rows:

@@ -1,8 +1,10 @@
 """``infx serve RESULTS``: a small read-only dashboard (aiohttp), bound to 127.0.0.1 by default.
 
 Routes (GET/HEAD only): ``/`` lists the runs; ``/runs/{run}`` renders a run's report, with
-``?baseline=RUN`` overlaying another run; ``/files/{run}/manifest.json`` and ``/files/{run}/points/{point}/{file}`` serve a point's
-files (logs, result.json); ``/api/runs`` lists runs as JSON; ``/static/plotly.min.js``.
+``?baseline=RUN`` overlaying another run; ``/latest`` renders the latest curves (each from one run's snapshot,
+``?as_of=DATE|RUN`` as they stood then) and ``/api/frontiers?as_of=...`` gives them as JSON;
+``/files/{run}/manifest.json`` and ``/files/{run}/points/{point}/{file}`` serve a point's files (logs,
+result.json); ``/api/runs`` lists runs as JSON; ``/static/plotly.min.js``.
 
 Nothing outside RESULTS can be read: a file path is split into segments, any ``..``/``.``/empty
 segment, backslash or NUL is refused, the resolved path must stay inside RESULTS (symlinks
@@ -12,13 +14,16 @@ included), and only the per-point files of the layout are served (not the databa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import logging
+import math
 import threading
 from functools import lru_cache
 from pathlib import Path
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.results.layout import (
@@ -48,20 +53,24 @@ SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-
 def _plotly_js() -> bytes:
     from plotly.offline import get_plotlyjs
 
-    return get_plotlyjs().encode("utf-8")
+    return str(get_plotlyjs()).encode("utf-8")
 
 
 class Dashboard:
     """State shared by the handlers: the results root and one query-only store connection."""
 
-    def __init__(self, root: str | Path, *, gpus_per_node: int | None = None, ingest: bool = True):
+    def __init__(self, root: str | Path, *, gpus_per_node: int | None = None, ingest: bool = True,
+                 store: str | None = None):
+        from infx.results.store import url as store_url
+
         self.results = ResultsDir(root)
         self.root = self.results.root.resolve()
+        where = store_url.resolve(store, self.root)
         if ingest:
-            with Store(self.results.db_path) as st:
+            with Store(where) as st:
                 st.ingest_dir(self.root)
-        self.store = Store(self.results.db_path)
-        self.store.conn.execute("PRAGMA query_only=ON")
+        self.store = Store(where)
+        self.store.set_query_only()
         self.gpus_per_node = gpus_per_node
         self.lock = threading.Lock()
 
@@ -70,42 +79,54 @@ class Dashboard:
         from infx.report.html import CSS, _time
 
         with self.lock:
-            rows = self.store.conn.execute(
-                """SELECT r.run_id, r.official, r.started_at, r.pr_number, r.pr_branch, r.baseline_run,
-                          (SELECT COUNT(*) FROM points p WHERE p.run_id = r.run_id AND p.state = 'done'),
-                          (SELECT COUNT(*) FROM points p WHERE p.run_id = r.run_id AND p.state != 'done')
-                   FROM runs r ORDER BY r.started_at DESC, r.run_id""").fetchall()
+            rows = self.store.runs_overview()
         e = html.escape
+        where = str(self.root) if self.store.kind == "sqlite" else self.store.name
         body = []
-        official = next((r[0] for r in rows if r[1]), None)  # newest official run: the default baseline
-        options = "".join(f'<option value="{e(r[0])}">{e(r[0])}</option>' for r in rows)
-        base_options = "".join(f'<option value="{e(r[0])}"{" selected" if r[0] == official else ""}>{e(r[0])}</option>'
-                               for r in rows)
-        for run_id, official, started, pr_number, pr_branch, baseline, done, other in rows:
-            kind = "official" if official else f"unofficial (PR #{pr_number or '?'} {e(pr_branch or '')})"
+        official = next((r.run_id for r in rows if r.official), None)  # newest official run: the default baseline
+        options = "".join(f'<option value="{e(r.run_id)}">{e(r.run_id)}</option>' for r in rows)
+        base_options = "".join(f'<option value="{e(r.run_id)}"{" selected" if r.run_id == official else ""}>'
+                               f"{e(r.run_id)}</option>" for r in rows)
+        for run_id, is_official, started, pr_number, pr_branch, baseline, done, other in rows:
+            kind = "official" if is_official else f"unofficial (PR #{pr_number or '?'} {e(pr_branch or '')})"
             overlay = (f' &middot; <a href="/runs/{e(run_id)}?baseline={e(baseline)}">vs {e(baseline)}</a>'
                        if baseline else "")
             body.append(f'<tr><td><a href="/runs/{e(run_id)}">{e(run_id)}</a>{overlay}</td><td>{kind}</td>'
                         f"<td>{_time(started)}</td><td class=num>{done}</td><td class=num>{other}</td></tr>")
-        table = ('<table id="runs-table"><tr><th>run</th><th>kind</th><th>started</th><th>measured</th>'
+        latest = '<p><a href="/latest">the latest curves</a> (each from one run\'s snapshot)</p>'
+        table = (latest + '<table id="runs-table"><tr><th>run</th><th>kind</th><th>started</th><th>measured</th>'
                  f'<th>failed / skipped</th></tr>{"".join(body)}</table>')
         form = (f'<form action="/overlay" method="get">Overlay run <select name="run">{options}</select> on baseline '
                 f'<select name="baseline">{base_options}</select> <button type="submit">show</button></form>')
         return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>infx dashboard</title>'
                 f"<style>{CSS}</style></head><body><main><h1>infx dashboard</h1>"
-                f"<p>{len(rows)} run(s) in {e(str(self.root))}</p>{table}<h2>Overlay</h2>{form}</main></body></html>")
+                f"<p>{len(rows)} run(s) in {e(where)}</p>{table}<h2>Overlay</h2>{form}</main></body></html>")
 
-    def report_html(self, run_id: str, baseline: str | None, tier: str | None = None) -> str:
+    def report_html(self, run_id: str | None, baseline: str | None, tier: str | None = None,
+                    as_of: str | None = None) -> str:
         from infx.analysis.dataset import gpus_per_node_resolver
+        from infx.analysis.view import load_view
         from infx.report.data import load_report_data
         from infx.report.html import render_report
 
         with self.lock:
             resolve = gpus_per_node_resolver(self.store, override=self.gpus_per_node)
+            view = load_view(self.store, as_of, gpus_per_node=resolve) if run_id is None else None
             data = load_report_data(self.store, run_id, baseline, gpus_per_node=resolve, results_root=self.root,
-                                    cost_tier=tier)
+                                    cost_tier=tier, view=view)
         nav = '<nav><a href="/">&larr; all runs</a></nav>'
         return render_report(data, plotly_js="/static/plotly.min.js", nav=nav, files_url="/files")
+
+    def frontiers(self, as_of: str | None) -> dict[str, object]:
+        """The latest curves (as of ``as_of``) with their snapshot runs and frontier points, as JSON."""
+        from infx.analysis.dataset import gpus_per_node_resolver
+        from infx.analysis.view import curves, load_view
+
+        with self.lock:
+            resolve = gpus_per_node_resolver(self.store, override=self.gpus_per_node)
+            data = load_view(self.store, as_of, gpus_per_node=resolve)
+        return {"view": data.view_id, "as_of": data.as_of.at, "runs": data.runs, "notes": data.notes,
+                "curves": [c.model_dump(mode="json") for c in curves(data)]}
 
     def safe_file(self, tail: str) -> Path | None:
         """The file ``tail`` names inside RESULTS, or None when it is not a servable point file."""
@@ -143,13 +164,13 @@ def _host_allowed(host_header: str | None) -> bool:
 
 
 def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool = True,
-             loopback_only: bool = True) -> web.Application:
+             loopback_only: bool = True, store: str | None = None) -> web.Application:
     """The dashboard application. ``loopback_only``: refuse requests whose Host is not a
     loopback name (set it False only when binding another address on purpose)."""
-    dash = Dashboard(root, gpus_per_node=gpus_per_node, ingest=ingest)
+    dash = Dashboard(root, gpus_per_node=gpus_per_node, ingest=ingest, store=store)
 
     @web.middleware
-    async def headers(request: web.Request, handler):  # type: ignore[no-untyped-def]
+    async def headers(request: web.Request, handler: Handler) -> web.StreamResponse:
         if loopback_only and not _host_allowed(request.headers.get("Host")):
             raise web.HTTPMisdirectedRequest(text="refused: this dashboard only answers to 127.0.0.1 / localhost",
                                              headers=SECURITY_HEADERS)
@@ -182,6 +203,31 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
             raise web.HTTPNotFound(text=str(exc)) from None
         return web.Response(text=text, content_type="text/html")
 
+    def _as_of(request: web.Request) -> str | None:
+        value = request.query.get("as_of") or None
+        if value is not None and (len(value) > 200 or any(ch in value for ch in "\x00/\\")):
+            raise web.HTTPBadRequest(text="refused: as_of is a date (YYYY-MM-DD) or a run id")
+        return value
+
+    async def latest_page(request: web.Request) -> web.Response:
+        as_of, baseline = _as_of(request), request.query.get("baseline") or None
+        try:
+            if baseline is not None:
+                check_name(baseline, "run id")
+            text = await asyncio.get_running_loop().run_in_executor(None, dash.report_html, None, baseline,
+                                                                    request.query.get("tier") or None, as_of)
+        except InfxError as exc:
+            raise web.HTTPNotFound(text=str(exc)) from None
+        return web.Response(text=text, content_type="text/html")
+
+    async def api_frontiers(request: web.Request) -> web.Response:
+        as_of = _as_of(request)
+        try:
+            body = await asyncio.get_running_loop().run_in_executor(None, dash.frontiers, as_of)
+        except InfxError as exc:
+            raise web.HTTPNotFound(text=str(exc)) from None
+        return web.json_response(body)
+
     async def overlay(request: web.Request) -> web.Response:
         run_id, baseline = request.query.get("run", ""), request.query.get("baseline", "")
         try:
@@ -202,9 +248,9 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
     async def api_runs(request: web.Request) -> web.Response:
         def runs() -> list[dict[str, object]]:
             with dash.lock:
-                return [{"run_id": r[0], "official": bool(r[1]), "started_at": r[2]}
-                        for r in dash.store.conn.execute("SELECT run_id, official, started_at FROM runs "
-                                                         "ORDER BY started_at, run_id")]
+                overview = dash.store.runs_overview()
+                overview.sort(key=lambda r: (-math.inf if r.started_at is None else r.started_at, r.run_id))
+                return [{"run_id": r.run_id, "official": r.official, "started_at": r.started_at} for r in overview]
         return web.json_response(await asyncio.get_running_loop().run_in_executor(None, runs))
 
     async def plotly_js(request: web.Request) -> web.Response:
@@ -217,6 +263,8 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
     app = web.Application(middlewares=[headers])
     app.router.add_get("/", index)
     app.router.add_get("/runs/{run_id}", run_page)
+    app.router.add_get("/latest", latest_page)
+    app.router.add_get("/api/frontiers", api_frontiers)
     app.router.add_get("/overlay", overlay)
     app.router.add_get("/files/{tail:.*}", files)
     app.router.add_get("/api/runs", api_runs)
@@ -226,11 +274,14 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
     return app
 
 
-def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 8787, gpus_per_node: int | None = None) -> None:
+def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 8787, gpus_per_node: int | None = None,
+          store: str | None = None) -> None:
     """Run the dashboard until interrupted; prints the URL once listening (port 0: any free port)."""
+    shown = Path(root).resolve()
+
     async def main() -> None:
         loopback = host in ("127.0.0.1", "localhost", "::1")
-        app = make_app(root, gpus_per_node=gpus_per_node, loopback_only=loopback)
+        app = make_app(root, gpus_per_node=gpus_per_node, loopback_only=loopback, store=store)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, host, port)
@@ -240,9 +291,9 @@ def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 8787, gpus_p
             await runner.cleanup()
             reason = getattr(exc, "strerror", None) or str(exc)
             raise InfxError(Diagnostic(f"cannot listen on {host}:{port}: {reason}", path=("--host/--port",))) from None
-        sockets = site._server.sockets if site._server else []  # type: ignore[union-attr]
+        sockets = getattr(site._server, "sockets", None) or []  # the bound socket (port 0: the one chosen)
         actual = sockets[0].getsockname()[1] if sockets else port
-        print(f"infx dashboard: http://{host}:{actual}/ (results {Path(root).resolve()}; Ctrl-C to stop)",
+        print(f"infx dashboard: http://{host}:{actual}/ (results {shown}; Ctrl-C to stop)",
               flush=True)
         try:
             await asyncio.Event().wait()
@@ -250,10 +301,8 @@ def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 8787, gpus_p
             await runner.cleanup()
 
     _quiet_bad_requests()
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
 
 
 class _BadRequestLine(logging.Filter):

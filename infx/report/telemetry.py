@@ -135,13 +135,3 @@ def figures_table(points: list[PointTelemetry]) -> str:
             f"<td>{_fmt(f.get('preemptions'), 0)}</td>"
             f"<td>{_fmt(f.get('prefix_cache_hit_rate'))} / {_fmt(f.get('theoretical_prefix_hit_rate'))}</td></tr>")
     return f'<table class="points">{head}{"".join(rows)}</table>'
-
-
-def stored_figures(conn: Any, run_id: str) -> dict[str, dict[str, Any]]:
-    """point id -> its ``telemetry`` row (empty when the store predates migration 4)."""
-    try:
-        cur = conn.execute("SELECT * FROM telemetry WHERE run_id = ?", (run_id,))
-    except Exception:
-        return {}
-    names = [d[0] for d in cur.description]
-    return {row[1]: dict(zip(names, row)) for row in cur}

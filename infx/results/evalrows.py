@@ -1,4 +1,4 @@
-"""A point's accuracy eval as store rows (migration 3): ``evals`` (one row per graded or failed eval)
+"""A point's accuracy eval as store rows (revision 0003): ``evals`` (one row per graded or failed eval)
 and ``eval_answers`` (per question: right or wrong under each filter, for paired comparisons).
 
 Read from the point directory's ``eval-status.json`` (written last), ``eval.json`` and
@@ -15,26 +15,6 @@ from typing import Any
 from infx.diagnostics import Diagnostic, InfxError
 from infx.evals.parse import iter_samples, read_eval
 from infx.evals.protocol import EVAL_FILE, EVAL_STATUS_FILE, SAMPLES_FILE, EvalResult, EvalStatus
-
-MIGRATION_3 = [
-    """CREATE TABLE IF NOT EXISTS evals (
-        run_id TEXT NOT NULL, point_id TEXT NOT NULL,
-        task TEXT NOT NULL, state TEXT NOT NULL, failure_class TEXT, reason TEXT NOT NULL,
-        threshold REAL, threshold_source TEXT, n INTEGER,
-        score_strict REAL, score_flexible REAL, stderr_strict REAL, stderr_flexible REAL,
-        lm_eval_version TEXT, protocol_key TEXT NOT NULL, protocol_json TEXT NOT NULL, filters_json TEXT NOT NULL,
-        PRIMARY KEY (run_id, point_id))""",
-    """CREATE TABLE IF NOT EXISTS eval_answers (
-        run_id TEXT NOT NULL, point_id TEXT NOT NULL, doc_id INTEGER NOT NULL,
-        strict INTEGER, flexible INTEGER,
-        PRIMARY KEY (run_id, point_id, doc_id))""",
-]
-
-EVAL_COLS = ("run_id", "point_id", "task", "state", "failure_class", "reason", "threshold", "threshold_source", "n",
-             "score_strict", "score_flexible", "stderr_strict", "stderr_flexible", "lm_eval_version",
-             "protocol_key", "protocol_json", "filters_json")
-ANSWER_COLS = ("run_id", "point_id", "doc_id", "strict", "flexible")
-
 
 
 def strict_name(names: list[str]) -> str | None:

@@ -3,7 +3,7 @@
 ::
 
     RESULTS/
-      infx.db                                  SQLite store (``infx ingest``; infx.results.store)
+      infx.db                                  SQLite store, the default (``infx ingest``; infx.results.store)
       <run-id>/
         manifest.json                          RunManifest
         points/<point-id>/
@@ -116,6 +116,9 @@ class RunManifest(_Model):
     pr: PullRequest | None = None
     baseline_run: str | None = None  # the run this one should be compared with
     description: str = ""
+    # ``infx run --append-only``: the run adds points to the curves it touches instead of replacing them; the
+    # store chains it to the full snapshot before it under the same image (infx.results.store.snapshots)
+    append_only: bool = False
 
     def check_id(self) -> None:
         check_name(self.run_id, "run id")

@@ -27,7 +27,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -35,7 +35,7 @@ from infx import atomic
 from infx.diagnostics import Diagnostic, InfxError
 
 RECEIPT_FILE = "receipt.json"
-RECEIPT_KIND = "infx-point-receipt"
+RECEIPT_KIND: Final = "infx-point-receipt"
 RECEIPT_VERSION = 1
 _CHUNK = 1 << 20
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from infx import __version__
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult, Check, Metrics, Stat, Throughput
+from infx.metrics.run_config import OtherRunConfig
 from infx.results.layout import (
     HostFacts,
     ImageRef,
@@ -58,6 +59,7 @@ def make_point(tp: int, conc: int, *, model_prefix: str = "dsv41flash", runner: 
         row.update({"scenario-type": "agentic-coding", "spec-decoding": "mtp", "kv-offloading": "none",
                     "total-cpu-dram-gb": 0, "duration": 1800})
     else:
+        assert isl is not None and osl is not None, "a fixed-length point needs both isl and osl"
         row.update({"isl": isl, "osl": osl, "max-model-len": isl + osl + 256})
     return Point.from_row(row)
 
@@ -93,7 +95,7 @@ def make_result(point: Point, arm: Arm, *, scale: float = 1.0, rng: random.Rando
         e2el_ms=_stat(ttft + tpot * 1000), queue_delay_ms=_stat(0.5 * c),
         throughput=thr, interactivity_median=interactivity, interactivity_p90=1000.0 / (tpot * 1.15))
     return BenchResult(started_at=started_at, ended_at=started_at + duration_s,
-                       config={"max_concurrency": c, "synthetic": True}, metrics=metrics,
+                       config=OtherRunConfig.model_validate({"max_concurrency": c, "synthetic": True}), metrics=metrics,
                        checks=[Check(name="accounting", status="ok")],
                        versions={"infx": __version__, "server": "synthetic"}, point=point.to_row())
 

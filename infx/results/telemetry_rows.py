@@ -1,4 +1,4 @@
-"""The ``telemetry`` table (migration 4): one row per measured point that carried telemetry
+"""The ``telemetry`` table (revision 0004): one row per measured point that carried telemetry
 (``result.json`` ``extra.telemetry``, written by the telemetry stage). Energy columns are NULL unless
 the point's power was valid; ``power_reasons_json`` says why not; ``summary_json`` is the summary with
 the keys its result.json holds. The raw samples stay in the point's
@@ -11,21 +11,7 @@ from typing import Any
 
 from infx.metrics.sections import TelemetrySummary
 
-MIGRATION_4 = [
-    """CREATE TABLE IF NOT EXISTS telemetry (
-        run_id TEXT NOT NULL, point_id TEXT NOT NULL,
-        gpu_tool TEXT, expected_gpu_count INTEGER,
-        power_metric_schema_version INTEGER, power_valid INTEGER NOT NULL, power_reasons_json TEXT NOT NULL,
-        total_gpu_energy_j REAL, avg_total_gpu_power_w REAL, avg_power_w REAL,
-        joules_per_successful_query REAL, joules_per_input_token REAL, joules_per_output_token REAL,
-        joules_per_total_token REAL,
-        cpu_energy_valid INTEGER, cpu_energy_j REAL, cpu_avg_power_w REAL, cpu_joules_per_output_token REAL,
-        running_mean REAL, running_max REAL, waiting_mean REAL, waiting_max REAL,
-        kv_usage_mean REAL, kv_usage_max REAL, preemptions REAL,
-        prefix_cache_hit_rate REAL, theoretical_prefix_hit_rate REAL,
-        summary_json TEXT NOT NULL,
-        PRIMARY KEY (run_id, point_id))""",
-]
+#: The order of :func:`telemetry_row`'s values: the ``telemetry`` table's columns (a test keeps them equal).
 COLUMNS = (
     "run_id", "point_id", "gpu_tool", "expected_gpu_count", "power_metric_schema_version", "power_valid",
     "power_reasons_json", "total_gpu_energy_j", "avg_total_gpu_power_w", "avg_power_w",

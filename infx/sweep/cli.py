@@ -136,6 +136,9 @@ def run_cmd(
                                                "with in reports (e.g. the official run)."),
     description: str = typer.Option(..., "--description", default_factory=ModelDefault(_run_request, "description"),
                                     help="Free text stored in the run manifest."),
+    append_only: bool = typer.Option(False, "--append-only", help="The run adds concurrencies to the curves it "
+                                     "touches instead of replacing them: the store chains it to the last full "
+                                     "run of each curve when both used the same image."),
     telemetry: bool = typer.Option(True, "--telemetry/--no-telemetry", help="Sample GPU power, CPU package "
                                    "energy (RAPL) and the engine's /metrics next to each point."),
     gpu_telemetry: str = typer.Option(..., "--gpu-telemetry", default_factory=ModelDefault(_telemetry_options, "gpu"),
@@ -186,7 +189,7 @@ def run_cmd(
         "fail_fast": fail_fast, "rerun_failed": rerun_failed, "ready_timeout": ready_timeout,
         "max_error_rate": max_error_rate, "eval_limit": eval_limit,
         "pr": {"number": pr_number, "branch": pr_branch} if pr_number is not None or pr_branch else None,
-        "baseline_run": baseline_run, "description": description,
+        "baseline_run": baseline_run, "description": description, "append_only": append_only,
         "telemetry": {"enabled": telemetry, "gpu": gpu_telemetry}, "preflight": preflight, "load": load,
     }, RUN_OPTIONS)
     check_output_dir(Path(req.results), "--results")  # before any launch or measurement
@@ -286,21 +289,27 @@ def status_cmd(
     as_json: bool = typer.Option(False, "--json"),
     tier: str | None = typer.Option(None, "--tier", help="Cost table tier of the $/Mtok column (default: "
                                        "the table's default tier)."),
+    store: str | None = typer.Option(None, "--store", help="Results store whose quarantine is listed "
+                                        "(default: INFX_STORE_URL, infx.toml [store] url, RESULTS/infx.db)."),
 ) -> None:
-    """Per point: queued / running / done / failed / skipped / pending (results dir + squeue/sacct)."""
+    """Per point: queued / running / done / failed / skipped / pending (results dir + squeue/sacct), and the
+    rows ingest refused (the store's quarantine)."""
     from rich.console import Console
     from rich.table import Table
 
-    from infx.sweep.status import cost_cell, run_dirs, run_state
+    from infx.sweep.status import cost_cell, quarantined, run_dirs, run_state
     from infx.workspace import current
 
     path = path or current().results_dir
 
     cost = cost_cell(tier)
     states = [run_state(rd, cost) for rd in run_dirs(path)]
+    refused = quarantined(path, store)
     if as_json:
         print(json.dumps([{"run_id": s.run_id, "jobs": s.jobs, "counts": dict(s.counts()),
-                           "points": [p.__dict__ for p in s.points]} for s in states], indent=2))
+                           "points": [p.__dict__ for p in s.points],
+                           "quarantine": [e.__dict__ for e in refused if e.run_id == s.run_id]}
+                          for s in states], indent=2))
         return
     console = Console()
     for s in states:
@@ -323,6 +332,10 @@ def status_cmd(
         console.print(t)
         if s.jobs:
             console.print("slurm jobs: " + ", ".join(f"{j} {st}" for j, st in sorted(s.jobs.items())))
+    if refused:  # never dropped silently: what ingest refused, with its rule (`infx store quarantine`)
+        console.print(f"[yellow]quarantined by ingest: {len(refused)} row(s)[/yellow]")
+        for e in refused:
+            console.print(f"  {e}", highlight=False, markup=False, soft_wrap=True)
 
 
 @exit_on_error

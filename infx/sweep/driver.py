@@ -86,6 +86,7 @@ class RunRequest(BaseModel):
     pr: PullRequest | None = None  # set: an unofficial (pull request) run, bannered in reports
     baseline_run: str | None = None  # the run this one is compared with in reports
     description: str = ""
+    append_only: bool = False  # the run adds points to its curves (chained under one image), never replaces them
     telemetry: TelemetryOptions = Field(default_factory=TelemetryOptions)  # power, energy, engine state
     replay: str | None = None  # `infx repro`: a bundle payload whose recorded launch is run instead of rendering
 
@@ -355,7 +356,8 @@ def start_invocation(prep: Prepared, gpus_per_node: dict[str, int] | None = None
                          images=[p.image for p in prep.points], gpus_per_node=gpus_per_node, previous=prev)
         req = prep.request
         m = m.model_copy(update={"official": req.pr is None, "pr": req.pr, "baseline_run": req.baseline_run,
-                                 "description": req.description or m.description})
+                                 "description": req.description or m.description,
+                                 "append_only": req.append_only or (prev.append_only if prev else False)})
         rd.results.write_manifest(m)
 
 

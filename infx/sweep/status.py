@@ -15,6 +15,7 @@ from infx.sweep.layout import GroupRecord, RunDir, read_eval_status
 if TYPE_CHECKING:
     from infx.analysis.cost import SkuOf
     from infx.analysis.costmodel import CostModel
+    from infx.results.store.quarantine import Entry as QuarantineEntry
 
 State = Literal["done", "failed", "skipped", "running", "queued", "pending"]
 
@@ -53,6 +54,29 @@ def run_dirs(path: str | Path) -> list[RunDir]:
     runs = ResultsDir(p).runs()
     extra = sorted(d.name for d in p.iterdir() if d.is_dir() and (d / "plan.json").is_file() and d.name not in runs)
     return [RunDir(p, r) for r in [*runs, *extra]]
+
+
+def quarantined(path: str | Path, store: str | None = None) -> list[QuarantineEntry]:
+    """The rows ingest refused (the store's quarantine) for the runs under ``path`` (a results directory or one
+    run directory): [] before any store."""
+    from infx.diagnostics import warn
+    from infx.results.store import Store
+    from infx.results.store.url import resolve
+
+    p = Path(path)
+    one_run = (p / MANIFEST).is_file() or (p / "plan.json").is_file()
+    root = p.parent if one_run else p
+    runs = {p.name} if one_run else {d.name for d in p.iterdir() if d.is_dir()} if p.is_dir() else set()
+    where = resolve(store, root)
+    if where.path is not None and not where.path.is_file():
+        return []
+    try:
+        with Store(where, readonly=True) as st:
+            entries = st.quarantined()
+    except InfxError as exc:
+        warn(f"quarantine not listed: {exc.diagnostics[0].message}")
+        return []
+    return [e for e in entries if e.run_id in runs]
 
 
 def run_state(rd: RunDir, cost: CostCell | None = None) -> RunState:

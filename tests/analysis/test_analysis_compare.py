@@ -16,14 +16,16 @@ from infx.analysis.frontier import Direction, StepFrontier
 from infx.diagnostics import InfxError
 from infx.results.layout import ResultsDir
 from infx.results.store import Store
+from infx.results.store.reads import Figures
 
 W = WorkloadKey("m", "fp4", "mi355x", "vllm", "agentic-coding", None, None)
 
 
 def meas(run: str, tp: int, conc: int, inter: float, total_per_server: float, gpn: int | None = 8) -> Measured:
     return Measured(run, f"m_tp{tp}_c{conc}", W, ArmKey(f"TP={tp}", "none", "none"), "cluster:x", "img", conc, tp,
-                    gpn, None, inter, inter * 0.8, total_per_server / 9, total_per_server, 100.0, 150.0, 200.0,
-                    1000 / inter, 1000 / inter, 1100 / inter, 1200 / inter, 5000.0, 6000.0, 1.0, None)
+                    gpn, None, Figures(inter, inter * 0.8, total_per_server / 9, total_per_server, 100.0, 150.0,
+                                       200.0, 1000 / inter, 1000 / inter, 1100 / inter, 1200 / inter, 5000.0, 6000.0,
+                                       1.0, None))
 
 
 # Hand-made arms, per node (8-GPU nodes):
@@ -152,7 +154,7 @@ def test_bulk_membership_matches_per_arm_frontiers() -> None:
         for arms in series(pts, norm=norm).values():
             for s in arms:
                 expected |= {s.points[i].point_id for i in s.frontier().members.tolist()}
-        assert {m.point_id for m, k in zip(pts, mask) if k} == expected
+        assert {m.point_id for m, k in zip(pts, mask, strict=True) if k} == expected
 
 
 def test_per_node_differs_from_per_gpu_when_servers_do_not_pack() -> None:
@@ -318,7 +320,7 @@ def test_run_to_run_drift_widens_matched_intervals() -> None:
     uniform = [(float(c), (125.0 * c, 0.01, 2.0, 3.0), (100.0 * c, 0.01, 2.0, 3.0)) for c in (1, 2, 4, 8)]
     assert drift_variance(uniform) == pytest.approx(0.0)  # a real, uniform 25 %: no drift
     erratic = [(float(c), (y * c, 0.01, 2.0, 3.0), (100.0 * c, 0.01, 2.0, 3.0))
-               for c, y in zip((1, 2, 4, 8, 16), (102.0, 131.0, 109.0, 91.0, 160.0))]
+               for c, y in zip((1, 2, 4, 8, 16), (102.0, 131.0, 109.0, 91.0, 160.0), strict=True)]
     tau2 = drift_variance(erratic)
     assert tau2 > 0.01
     a = StepFrontier.build([10.0, 20.0], [1.0, 1.0])
@@ -347,7 +349,7 @@ def test_energy_verdicts_read_the_energy_interval() -> None:
         out = []
         for c, inter in ((1, 100.0), (4, 60.0), (16, 30.0)):
             m = Measured("r", f"{topo}{c}", wl, ArmKey(topo, "none", "none"), "h100-cw", "img", c, 1, 8, None,
-                         inter, inter, 1000.0 * c ** 0.5, 2000.0 * c ** 0.5, *(None,) * 11,
+                         Figures(inter, inter, 1000.0 * c ** 0.5, 2000.0 * c ** 0.5, *(None,) * 11),
                          joules_per_output_token=j / c ** 0.3, trials=3, ci=ci)
             out.append(m)
         return out

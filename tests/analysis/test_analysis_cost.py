@@ -89,7 +89,8 @@ def test_disaggregated_bases_differ_by_hand_and_the_role_basis_adds_up(table) ->
     # all basis: every GPU charged to each token type, so it counts the deployment twice
     both = pc.cost("input", "all").value * 10000 + pc.cost("output", "all").value * 2000  # type: ignore[operator]
     assert both == pytest.approx(2 * total, rel=1e-12)
-    assert pc.labels["input:role"] == "input, prefill GPUs (2)" and pc.labels["output:role"] == "output, decode GPUs (6)"
+    assert pc.labels["input:role"] == "input, prefill GPUs (2)"
+    assert pc.labels["output:role"] == "output, decode GPUs (6)"
     assert pc.labels["output:all"] == "output, all GPUs (8)"
 
 
@@ -165,7 +166,8 @@ def test_measured_kw_comes_from_valid_telemetry(tmp_path: Path) -> None:
 def test_a_sku_without_a_price_or_power_is_not_priced_never_zero(table, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     cpu = point_cost(agg("local", 100.0, 20.0, 1), table, sku_of=SKU_OF)
     assert cpu.sku == "cpu" and not cpu.priced
-    assert all(v.value is None for v in (*cpu.usd_per_mtok.values(), *cpu.tokens_per_usd.values(), cpu.tok_per_s_per_mw))
+    assert all(v.value is None
+               for v in (*cpu.usd_per_mtok.values(), *cpu.tokens_per_usd.values(), cpu.tok_per_s_per_mw))
     assert cpu.cost().text() == f"not priced: SKU cpu is not in inferencex-2026-07 ({BUILTIN_COST_MODEL})"
     retail = point_cost(agg("cluster:mi355x-amds", 100.0, 20.0, 1), table, "retail", sku_of=SKU_OF)
     assert retail.cost().value is None and retail.cost().reason.startswith("mi355x retail: the three-tier table's")
@@ -210,11 +212,13 @@ skus:
 BAD = [
     ("negative", _TABLE.replace("retail: 1.78", "retail: -1.78"), 12, "must be a positive number, got -1.78"),
     ("zero", _TABLE.replace("all-in-kw: 1.37", "all-in-kw: 0"), 11, "must be a positive number, got 0"),
-    ("non-numeric", _TABLE.replace("hyperscaler: 1.17", "hyperscaler: '1.17'"), 12, "expected a number, got str '1.17'"),
+    ("non-numeric", _TABLE.replace("hyperscaler: 1.17", "hyperscaler: '1.17'"), 12,
+     "expected a number, got str '1.17'"),
     ("unknown SKU", _TABLE.replace("  h100:", "  h800:"), 10, "unknown SKU 'h800': no hardware card of that name"),
     ("missing tier", _TABLE.replace("{hyperscaler: 1.17, retail: 1.78}", "{hyperscaler: 1.17}"), 12,
      "missing tier 'retail' for SKU h100"),
-    ("undeclared tier", _TABLE.replace("retail: 1.78}", "retail: 1.78, spot: 0.9}"), 12, "unknown tier 'spot' for SKU h100"),
+    ("undeclared tier", _TABLE.replace("retail: 1.78}", "retail: 1.78, spot: 0.9}"), 12,
+     "unknown tier 'spot' for SKU h100"),
     ("no source", _TABLE.replace("source: hand-written for the tests\n", ""), 1, "missing required field 'source'"),
     ("bad date", _TABLE.replace("date: 2026-11", "date: last July"), 5, "a date is YYYY-MM or YYYY-MM-DD"),
 ]
@@ -240,7 +244,8 @@ def test_bad_cost_tables_are_one_line_errors_with_file_and_line(tmp_path: Path, 
     assert len(lines) == 1 and lines[0].startswith(f"{f}:{line}:") and message in lines[0]
 
 
-def test_a_workspace_file_wins_and_can_extend_the_shipped_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_workspace_file_wins_and_can_extend_the_shipped_table(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from infx.analysis.costmodel import default_cost_model_path
 
     monkeypatch.setenv("INFX_WORKSPACE", str(tmp_path))
@@ -248,7 +253,8 @@ def test_a_workspace_file_wins_and_can_extend_the_shipped_table(tmp_path: Path, 
     (tmp_path / "cost-model.yaml").write_text(_TABLE)
     assert load_cost_model().version == "test-1" and list(load_cost_model().skus) == ["h100"]
     (tmp_path / "cost-model.yaml").write_text(
-        _TABLE.replace("tiers:\n  hyperscaler: owned\n  retail: rented\n", "extends: builtin\ntiers:\n  reserved: 3-year\n")
+        _TABLE.replace("tiers:\n  hyperscaler: owned\n  retail: rented\n",
+                       "extends: builtin\ntiers:\n  reserved: 3-year\n")
         .replace("retail: 1.78}", "retail: 1.78, neocloud: 1.5, reserved: 0.99}"))
     model = load_cost_model()
     assert list(model.tiers) == ["hyperscaler", "neocloud", "retail", "reserved"]
@@ -279,7 +285,8 @@ def _rows(db: Path) -> list[tuple[object, ...]]:
         conn.close()
 
 
-def test_changing_the_table_changes_the_report_and_no_stored_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_changing_the_table_changes_the_report_and_no_stored_row(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     results = tmp_path / "results"
     _write_run(results, runner="h100-cw")
     monkeypatch.setenv("INFX_WORKSPACE", str(tmp_path))

@@ -83,17 +83,17 @@ def test_frontier_properties(points, xd, yd) -> None:
     xs = [p[0] for p in points]
     ys = [p[1] for p in points]
     mask = pareto_mask(xs, ys, xd, yd)
-    front = [p for p, m in zip(points, mask) if m]
+    front = [p for p, m in zip(points, mask, strict=True) if m]
     assert front, "a non-empty set always has a frontier"
     # no frontier point is dominated by any point
     for f in front:
         assert not any(dominates(q, f, xd, yd) for q in points)
     # every other point is dominated by some frontier point
-    for p, m in zip(points, mask):
+    for p, m in zip(points, mask, strict=True):
         if not m:
             assert any(dominates(f, p, xd, yd) for f in front)
     # ties: every copy of a frontier point is on the frontier
-    for p, m in zip(points, mask):
+    for p, m in zip(points, mask, strict=True):
         if p in front:
             assert m
 

@@ -8,6 +8,7 @@ import pytest
 from infx.analysis import perrole
 from infx.analysis.aggdisagg import compare_agg_disagg
 from infx.analysis.dataset import ArmKey, Measured, WorkloadKey
+from infx.results.store.reads import Figures
 
 
 # 1 prefill worker x TP=4 and 2 decode workers x TP=8: 4 prefill GPUs, 16 decode GPUs, 20 in all.
@@ -36,8 +37,9 @@ WD = WorkloadKey("m", "fp4", "b200", "dynamo-vllm", "fixed-seq-len", 1024, 1024)
 def meas(w: WorkloadKey, topo: str, gpus: int, conc: int, inter: float, total: float, output: float,
          pg: int | None = None, dg: int | None = None) -> Measured:
     return Measured("r", f"{topo}_{conc}", w, ArmKey(topo, "none", "none"), "b200-multinode", "img", conc, gpus, 8,
-                    None, inter, inter * 0.8, output, total, 100.0, 150.0, 200.0, 1000 / inter, 1000 / inter,
-                    1100 / inter, 1200 / inter, 5000.0, 6000.0, 1.0, None, prefill_gpus=pg, decode_gpus=dg)
+                    None, Figures(inter, inter * 0.8, output, total, 100.0, 150.0, 200.0, 1000 / inter, 1000 / inter,
+                                  1100 / inter, 1200 / inter, 5000.0, 6000.0, 1.0, None),
+                    prefill_gpus=pg, decode_gpus=dg)
 
 
 def test_measured_normalises_disagg_per_role() -> None:

@@ -66,7 +66,8 @@ def test_official_run_has_no_banner(seed_results: ResultsDir, tmp_path: Path) ->
 
 
 def test_unknown_run_is_a_one_line_error(seed_results: ResultsDir, tmp_path: Path) -> None:
-    res = CliRunner().invoke(_app(), ["report", str(seed_results.root), "-o", str(tmp_path / "x.html"), "--run", "nope"])
+    res = CliRunner().invoke(_app(), ["report", str(seed_results.root), "-o", str(tmp_path / "x.html"),
+                                      "--run", "nope"])
     assert res.exit_code == 2
     assert "run 'nope' is not in" in res.output and "Traceback" not in res.output
 
@@ -182,7 +183,7 @@ def test_compare_table_shows_each_ratio_with_its_interval_and_verdict(seed_resul
     assert res.output.count("A/B [95% CI]") == len(cs) and "point estimates only" not in res.output
     rows = [ln for ln in res.output.splitlines() if ln.count("│") == 4 and "━" not in ln]
     assert len(rows) == len(evidence)
-    for ln, (v, by_conc) in zip(rows, evidence):
+    for ln, (v, by_conc) in zip(rows, evidence, strict=True):
         cells = [x.strip() for x in ln.split("│")]
         assert cells[0] == (f"{v['x']:g}" if by_conc else f"{v['x']:.2f}") and cells[4] == v["decision"]
         ci = "" if v["ratio_lo"] is None else f" [{v['ratio_lo']:.2f}, {v['ratio_hi']:.2f}]"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import socket
 import urllib.error
@@ -155,3 +156,22 @@ def test_foreign_host_header_is_refused(dashboard) -> None:
     assert int(data.split(b" ", 2)[1]) == 421 and b"pr-1234" not in data
     status, _ = raw_get(dashboard.host, dashboard.port, "/")
     assert status == 200
+
+
+def test_latest_curves_and_the_frontiers_api(dashboard) -> None:
+    """``/latest`` renders the latest curves and ``/api/frontiers`` lists them: each curve from one run's snapshot
+    (the seed PR run re-measured TP=4 after the baseline, so the baseline's TP=4 curve is not in it)."""
+    status, body = get(dashboard.base_url + "/api/frontiers")
+    assert status == 200
+    data = json.loads(body)
+    assert data["view"] == "latest" and data["runs"] == ["pr-1234"]
+    assert {c["arm"] for c in data["curves"]} == {"TP=2 spec=mtp", "TP=4 spec=mtp"}
+    for c in data["curves"]:
+        assert c["runs"] == ["pr-1234"] and {p["run_id"] for p in c["points"]} == {"pr-1234"}
+        assert any(p["on_frontier"] for p in c["points"])
+    status, body = get(dashboard.base_url + "/api/frontiers?as_of=baseline")
+    assert status == 200 and json.loads(body)["runs"] == ["baseline"]
+    status, body = get(dashboard.base_url + "/latest?as_of=baseline")
+    assert status == 200 and "newest complete snapshot" in body and "baseline" in body
+    status, _ = get(dashboard.base_url + "/api/frontiers?as_of=no-such-run")
+    assert status == 404

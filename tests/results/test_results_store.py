@@ -8,12 +8,12 @@ import pytest
 from infx.diagnostics import InfxError
 from infx.results.layout import PointStatus, ResultsDir
 from infx.results.store import (
-    MIGRATIONS,
     SCHEMA_VERSION,
     Store,
     ingest_point,
     make_bundle,
 )
+from infx.results.store.migrate import head_revision
 from infx.results.synthetic import SEED_ARMS, make_point, make_result
 
 
@@ -99,7 +99,8 @@ def test_point_without_status_is_in_progress(seed_results: ResultsDir) -> None:
 def test_failures_and_startup_facts_are_stored(seed_results: ResultsDir) -> None:
     with Store(seed_results.db_path) as st:
         st.ingest_dir(seed_results.root)
-        rows = st.conn.execute("SELECT point_id, state, failure_class, log_tail FROM failures ORDER BY point_id").fetchall()
+        rows = st.conn.execute("SELECT point_id, state, failure_class, log_tail FROM failures "
+                               "ORDER BY point_id").fetchall()
         assert [(r[0], r[1], r[2]) for r in rows] == [
             ("dsv41flash_tp2_conc256_kvnone_spec-mtp", "failed", "startup-oom"),
             ("dsv41flash_tp4_conc256_kvnone_spec-mtp", "skipped", "infeasible")]
@@ -148,7 +149,7 @@ def test_migrations_apply_in_order_from_an_old_database(tmp_path: Path) -> None:
                            ).fetchone()[0] == 0
     st.close()
     with Store(db) as st2:
-        assert st2.schema_version() == SCHEMA_VERSION == MIGRATIONS[-1][0]
+        assert st2.schema_version() == SCHEMA_VERSION == int(head_revision())
         assert st2.conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE name='points_identity'").fetchone()[0] == 1
         assert st2.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -230,7 +231,7 @@ def test_writers_opening_a_fresh_database_together_all_succeed(tmp_path: Path) -
 
 
 def test_a_database_locked_past_the_wait_is_a_clear_error(tmp_path: Path) -> None:
-    from infx.results.sqlite_open import open_for_writing
+    from infx.results.store.sqlite_open import open_for_writing
 
     path = tmp_path / "held.db"
     holder = sqlite3.connect(path, isolation_level=None)

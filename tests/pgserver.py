@@ -1,0 +1,149 @@
+"""A throwaway PostgreSQL cluster for the tests (Debian's ``postgresql``; ``.ci/postgres.sh`` installs it).
+
+``pg_server`` (session): ``initdb`` into a temporary directory, a free loopback port, ``pg_ctl start``; stopped and
+removed at the end. Authentication: role ``infx`` (superuser) by ``trust`` on 127.0.0.1; role ``secret`` only with
+its scram-sha-256 password (the wrong-credential tests). Durability is off (``fsync``, ``synchronous_commit``):
+the cluster lives for one session. initdb refuses root: as root the cluster is made and run as the ``postgres``
+user (``runuser``). When PostgreSQL is missing or cannot start, the tests that need it skip, saying why.
+
+``store_url`` (parametrised ``sqlite`` / ``postgresql``): a fresh, empty store of each backend per test.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SECRET_ROLE = "secret"
+SECRET_PASSWORD = "pw-" + uuid.uuid4().hex[:12]
+
+
+@dataclass
+class PgServer:
+    host: str
+    port: int
+    user: str
+    root: Path
+
+    def url(self, database: str, user: str | None = None) -> str:
+        return f"postgresql://{user or self.user}@{self.host}:{self.port}/{database}"
+
+    def admin(self):  # type: ignore[no-untyped-def]
+        import psycopg
+
+        return psycopg.connect(host=self.host, port=self.port, user=self.user, dbname="postgres", autocommit=True)
+
+    def create_database(self, owner: str | None = None) -> str:
+        name = "t_" + uuid.uuid4().hex[:16]
+        with self.admin() as conn:
+            conn.execute(f'CREATE DATABASE "{name}" OWNER "{owner or self.user}"')
+        return name
+
+
+def _bin_dir() -> Path | None:
+    found = shutil.which("pg_ctl")
+    if found and shutil.which("initdb"):
+        return Path(found).resolve().parent
+    for d in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if (Path(d) / "initdb").is_file() and (Path(d) / "pg_ctl").is_file():
+            return Path(d)
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(base: Path | None = None) -> PgServer | str:
+    """A running cluster, or the reason there is none."""
+    bindir = _bin_dir()
+    if bindir is None:
+        return "PostgreSQL is not installed (no initdb/pg_ctl; .ci/postgres.sh installs Debian's postgresql)"
+    as_user: list[str] = []
+    owner = None
+    if os.geteuid() == 0:  # initdb refuses root
+        try:
+            owner = pwd.getpwnam("postgres")
+        except KeyError:
+            return "running as root and there is no 'postgres' user to run initdb as"
+        if shutil.which("runuser") is None:
+            return "running as root without runuser to drop to the 'postgres' user"
+        as_user = ["runuser", "-u", "postgres", "--"]
+    root = Path(tempfile.mkdtemp(prefix="infx-pg-", dir=base))
+    if owner is not None:
+        os.chown(root, owner.pw_uid, owner.pw_gid)
+    data = root / "data"
+
+    def run(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*as_user, *argv], capture_output=True, text=True, timeout=timeout, cwd=root)
+
+    init = run(str(bindir / "initdb"), "-D", str(data), "-U", "infx", "--auth=trust", "-E", "UTF8", "--no-sync")
+    if init.returncode != 0:
+        shutil.rmtree(root, ignore_errors=True)
+        return f"initdb failed: {(init.stderr or init.stdout).strip().splitlines()[-1:]}"
+    hba = (f"local all all trust\nhost all {SECRET_ROLE} 127.0.0.1/32 scram-sha-256\n"
+           "host all all 127.0.0.1/32 trust\n")
+    last = ""
+    for _ in range(3):  # a port picked free can be taken before the server binds it
+        port = _free_port()
+        conf = (f"\nlisten_addresses = '127.0.0.1'\nport = {port}\nunix_socket_directories = '{root}'\n"
+                "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\nmax_connections = 80\n"
+                "password_encryption = 'scram-sha-256'\n")
+        with open(data / "postgresql.auto.conf", "w") as fh:
+            fh.write(conf)
+        (data / "pg_hba.conf").write_text(hba)
+        if owner is not None:
+            for f in ("postgresql.auto.conf", "pg_hba.conf"):
+                os.chown(data / f, owner.pw_uid, owner.pw_gid)
+        got = run(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"), "-w", "-t", "60", "start")
+        if got.returncode == 0:
+            server = PgServer("127.0.0.1", port, "infx", root)
+            with server.admin() as conn:
+                conn.execute(f"CREATE ROLE {SECRET_ROLE} LOGIN PASSWORD '{SECRET_PASSWORD}'")
+            return server
+        log = (root / "server.log").read_text(errors="replace") if (root / "server.log").exists() else ""
+        last = (log.strip().splitlines() or [got.stderr.strip()])[-1]
+    shutil.rmtree(root, ignore_errors=True)
+    return f"PostgreSQL did not start: {last}"
+
+
+def stop(server: PgServer) -> None:
+    bindir = _bin_dir()
+    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if bindir is not None:
+        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(server.root / "data"), "-m", "immediate", "-w",
+                        "stop"], capture_output=True, timeout=60, cwd=server.root)
+    shutil.rmtree(server.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    got = start()
+    if isinstance(got, str):
+        pytest.skip(got)
+    try:
+        yield got
+    finally:
+        stop(got)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty store of each backend: a SQLite file path, or a fresh PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store" / "infx.db")
+    server: PgServer = request.getfixturevalue("pg_server")
+    return server.url(server.create_database())
