@@ -43,12 +43,31 @@ def _text(obj: Any) -> str:
     return json.dumps(obj, indent=1, sort_keys=True, allow_nan=False) + "\n"
 
 
+def _fields(key: Any) -> dict[str, Any]:
+    """A workload's, arm's or point line's fields by name (dataclasses at ce04c15, NamedTuples since the store's
+    typed reads)."""
+    return key._asdict() if hasattr(key, "_asdict") else dataclasses.asdict(key)
+
+
+#: Fields a measured point gained after ce04c15 that are no figure of it: ``source_run`` names the run a
+#: point of a latest/as-of view came from (None for a run's own points).
+_NOT_FIGURES = frozenset({"source_run"})
+
+
 def _measured(m: Any) -> dict[str, Any]:
     from infx.metrics.cipack import CI_KEYS
 
-    out = {f.name: getattr(m, f.name) for f in dataclasses.fields(m)}
-    out["workload"] = dataclasses.asdict(m.workload)
-    out["arm"] = dataclasses.asdict(m.arm)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(m):
+        if f.name in _NOT_FIGURES:
+            continue
+        value = getattr(m, f.name)
+        if f.name == "figures" and hasattr(value, "_asdict"):  # since the store's typed reads: the figures
+            out.update(value._asdict())  # of a point are one NamedTuple; at ce04c15 they were its fields
+        else:
+            out[f.name] = value
+    out["workload"] = _fields(m.workload)
+    out["arm"] = _fields(m.arm)
     out["ci"] = None if m.ci is None else m.ci.hex()
     out["per"] = {f"{metric}/{norm}": m.throughput(metric, norm)
                   for metric in ("total", "output", "energy") for norm in ("gpu", "node", "server")}
@@ -60,7 +79,7 @@ def _measured(m: Any) -> dict[str, Any]:
 def _report(data: Any) -> dict[str, Any]:
     return {
         "measured": [_measured(m) for m in data.measured],
-        "points": [{k: v for k, v in dataclasses.asdict(p).items() if k != "measured"} for p in data.points],
+        "points": [{k: v for k, v in _fields(p).items() if k != "measured"} for p in data.points],
         "telemetry": [{"point_id": t.point_id, "conc": t.conc, "window": t.window, "figures": t.figures,
                        "energy_ci": None if t.energy_ci is None else t.energy_ci.model_dump(mode="json")}
                       for t in data.telemetry],
