@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -30,7 +30,7 @@ from infx.analysis.accuracy import AccuracyComparison
 from infx.analysis.frontier import Direction, StepFrontier
 
 if TYPE_CHECKING:
-    from infx.analysis.dataset import ArmSeries, Measured
+    from infx.analysis.dataset import ArmSeries, Measured, WorkloadKey
 
 Winner = Literal["a", "b", "tie"]
 Decision = Literal["a", "b", "equivalent", "inconclusive"]
@@ -477,21 +477,27 @@ def _envelope(arms: Sequence[ArmSeries], run_id: str) -> ArmSeries:
                      label=f"best of {', '.join(a.label.split(' (')[0] for a in arms)} ({run_id})")
 
 
+def _workload_series(pts: Sequence[Measured], x_metric: str, y_metric: str,
+                     norm: str) -> Iterable[tuple[WorkloadKey, list[ArmSeries]]]:
+    """The points' arm series, per workload (per-node figures need every point's node count first)."""
+    from infx.analysis.dataset import norm_of, require_nodes, series, x_metric_of, y_metric_of
+
+    if norm == "node" and y_metric != "energy":  # energy per token is whole-deployment: no node count
+        require_nodes(pts)
+    return series(pts, x_metric=x_metric_of(x_metric), y_metric=y_metric_of(y_metric), norm=norm_of(norm)).items()
+
+
 def compare_arms(measured: Sequence[Measured], run_id: str, a: str | None = None, b: str | None = None, *,
                  x_metric: str = "interactivity", y_metric: str = "total", norm: str = "node",
                  at: Sequence[float] | None = None, ladder_points: int = 10,
                  margin: float = DEFAULT_MARGIN) -> ComparisonSet:
     """Arms of one run against each other (``a``/``b`` select arms, e.g. ``tp=2``; without them
     every pair of arms of each workload is compared, fewer GPUs per server first)."""
-    from infx.analysis.dataset import match_arm, norm_of, require_nodes, series, x_metric_of, y_metric_of
+    from infx.analysis.dataset import match_arm
 
-    pts = [m for m in measured if m.run_id == run_id]
-    if norm == "node" and y_metric != "energy":  # energy per token is whole-deployment: no node count
-        require_nodes(pts)
     notes: list[str] = []
     out: list[Comparison] = []
-    for workload, arms in series(pts, x_metric=x_metric_of(x_metric), y_metric=y_metric_of(y_metric),
-                                     norm=norm_of(norm)).items():
+    for workload, arms in _workload_series([m for m in measured if m.run_id == run_id], x_metric, y_metric, norm):
         arms.sort(key=lambda s: (s.points[0].gpus_per_server, s.label))
         if a or b:
             left = [s for s in arms if a and match_arm(a, s.arm)]
@@ -519,15 +525,12 @@ def compare_runs(measured: Sequence[Measured], run_id: str, baseline: str, *, ar
                  at: Sequence[float] | None = None, ladder_points: int = 10,
                  margin: float = DEFAULT_MARGIN) -> ComparisonSet:
     """Each arm of ``run_id`` against the same arm (same workload and topology) of ``baseline``."""
-    from infx.analysis.dataset import NORM_UNITS, match_arm, norm_of, require_nodes, series, x_metric_of, y_metric_of
+    from infx.analysis.dataset import NORM_UNITS, match_arm
 
     pts = [m for m in measured if m.run_id in (run_id, baseline)]
-    if norm == "node" and y_metric != "energy":  # energy per token is whole-deployment: no node count
-        require_nodes(pts)
     notes: list[str] = []
     out: list[Comparison] = []
-    for workload, arms in series(pts, x_metric=x_metric_of(x_metric), y_metric=y_metric_of(y_metric),
-                                     norm=norm_of(norm)).items():
+    for workload, arms in _workload_series(pts, x_metric, y_metric, norm):
         mine = {s.arm: s for s in arms if s.run_id == run_id and (arm is None or match_arm(arm, s.arm))}
         base = {s.arm: s for s in arms if s.run_id == baseline and (arm is None or match_arm(arm, s.arm))}
         for key in sorted(set(mine) | set(base), key=lambda k: k.label):
