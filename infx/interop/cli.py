@@ -27,12 +27,12 @@ def _export_request() -> type[BaseModel]:
     return ExportRequest
 
 
-def ingest_inferencex(paths: list[Path], results: Path, name: str | None, skip_bad: bool, store: str | None
-                      ) -> tuple[list[Diagnostic], str]:
+def ingest_published(paths: list[Path], results: Path, name: str | None, skip_bad: bool, store: str | None
+                     ) -> tuple[list[Diagnostic], str]:
     """``infx ingest --format inferencex``: published files as one imported run (default name: inferencex)."""
-    from infx.interop.ingest import ingest_inferencex as ingest_files
+    from infx.interop.ingest import ingest_inferencex
 
-    rep = ingest_files(paths, results, name or "inferencex", skip_bad=skip_bad, store_url=store)
+    rep = ingest_inferencex(paths, results, name or "inferencex", skip_bad=skip_bad, store_url=store)
     return rep.problems, rep.summary()
 
 
@@ -74,7 +74,7 @@ def export_cmd(
 def register(app: typer.Typer) -> None:
     from infx.results.ingest_hooks import AFTER_INGEST, INGEST_FORMATS
 
-    INGEST_FORMATS["inferencex"] = ingest_inferencex
+    INGEST_FORMATS["inferencex"] = ingest_published
     if restore_imported not in AFTER_INGEST:
         AFTER_INGEST.append(restore_imported)
     app.command("export")(export_cmd)
