@@ -61,3 +61,22 @@ def test_infx_stops_with_one_line_naming_the_stage(monkeypatch: pytest.MonkeyPat
     assert info.value.code == cli.EXIT_BROKEN_STAGE == 1
     assert err.splitlines() == ["error: cannot load the commands of infx.sweep.clii: ModuleNotFoundError: "
                                 "No module named 'infx.sweep.clii'"]
+
+
+def test_start_up_imports_no_pydantic_and_no_request_model() -> None:
+    """``infx --help`` attaches every command without importing pydantic: command modules name their request
+    models lazily (``cli_options.ModelDefault``), so start-up stays quick."""
+    import json
+    import subprocess
+
+    code = ("import json, sys, infx.cli as c\n"
+            "sys.argv = ['infx', '--help']\n"
+            "try:\n    c.main()\nexcept SystemExit:\n    pass\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m == 'pydantic' or m.startswith('infx.'))))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    loaded = set(json.loads(r.stdout.strip().splitlines()[-1]))  # printed last (the help text comes first)
+    assert "pydantic" not in loaded
+    assert {"infx.results.cli", "infx.report.cli", "infx.report.costcli", "infx.interop.cli"} <= loaded
+    assert not loaded & {"infx.results.ingestion", "infx.report.comparison", "infx.report.build",
+                         "infx.report.server", "infx.report.costexport", "infx.interop.export"}

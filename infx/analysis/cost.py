@@ -262,13 +262,6 @@ _KINDS: dict[str, TokenKind] = {"total": "total", "input": "input", "output": "o
 _BASES: dict[str, Basis] = {"all": "all", "role": "role"}
 
 
-def basis_of(value: str) -> Basis:
-    """``--basis`` as a :data:`Basis` (the command checks it first: a bad one here is a bug)."""
-    if value not in _BASES:
-        raise ValueError(f"basis: expected one of {', '.join(_BASES)}, got {value!r}")
-    return _BASES[value]
-
-
 def _split(key: str) -> tuple[TokenKind, Basis]:
     """``total`` / ``input:role`` ... (the keys :func:`_key` writes) as (kind, basis)."""
     if key == "total":

@@ -15,7 +15,9 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from infx import atomic
 from infx.diagnostics import Diagnostic, InfxError
@@ -244,3 +246,50 @@ def export_imported(files: list[tuple[str, dict[str, Any]]], out_dir: Path, repo
         path = out_dir / name
         atomic.write_json(path, data)
         report.written.append(path)
+
+
+class ExportRequest(BaseModel):
+    """What ``infx export`` is asked: the results directory (or one run directory in it), the runs (empty:
+    every run), where to write them, and the store whose imported runs give back their published files."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    results: Path | None = None  # None: the workspace's results/
+    format: Literal["inferencex"] = "inferencex"
+    output: Path = Path("inferencex-export")
+    runs: list[str] = []
+    store: str | None = None
+
+
+def export_results(req: ExportRequest) -> ExportReport:
+    """Export the runs ``req`` names into ``req.output/<run>/``: measured runs from their point files, imported
+    runs from the store's published agg files. A run that is neither is refused before anything is written."""
+    from infx.interop.ingest import imported_aggs
+    from infx.results.layout import results_root
+    from infx.results.store import Store, locate_results
+    from infx.results.store.url import resolve
+
+    root, runs = locate_results(results_root(req.results))
+    rd = ResultsDir(root)
+    measured = runs if runs is not None else rd.runs()
+    imported: list[str] = []
+    report = ExportReport()
+    where = resolve(req.store, root)
+    if where.path is None or where.path.is_file():
+        with Store(where) as st:  # migrates an older store (origin column)
+            imported = [r for r in st.run_ids() if st.origin(r) == "imported"]
+            wanted = req.runs or (measured + imported if runs is None else measured)
+            unknown = [r for r in wanted if r not in measured and r not in imported]
+            if unknown:
+                raise InfxError(Diagnostic(f"run(s) not found: {', '.join(unknown)}"))
+            for r in wanted:
+                if r in imported:
+                    export_imported([(n, d) for _, n, d in imported_aggs(st, r)], req.output / r, report)
+    else:
+        wanted = req.runs or measured
+    for r in wanted:
+        if r not in imported:
+            if r not in measured:
+                raise InfxError(Diagnostic(f"run {r!r} not found in {root}"))
+            export_run(rd, r, req.output / r, report)
+    return report

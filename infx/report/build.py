@@ -5,8 +5,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from infx import atomic
-from infx.diagnostics import Diagnostic, warn
+from infx.diagnostics import warn
+
+
+class ReportRequest(BaseModel):
+    """What ``infx report`` is asked: which results (and store), the run (None: the latest) and its baseline,
+    the report file, the cost table's price tier, and ``as_of`` for the report of the latest curves."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    results: Path | None = None  # None: the workspace's results/
+    output: Path = Path("report.html")
+    run: str | None = None
+    baseline: str | None = None
+    png: bool = False
+    gpus_per_node: int | None = Field(None, ge=1)
+    runners: Path | None = None
+    tier: str | None = None
+    as_of: str | None = None
+    store: str | None = None
 
 
 def write_report(results: str | Path, output: str | Path, *, run_id: str | None = None,
@@ -19,28 +39,18 @@ def write_report(results: str | Path, output: str | Path, *, run_id: str | None 
     from infx.analysis.dataset import gpus_per_node_resolver
     from infx.report.data import load_report_data
     from infx.report.html import main_chart_page, render_report
-    from infx.results.store import Store, locate_results, require_results
-    from infx.results.store.url import resolve as resolve_store
+    from infx.report.inputs import open_results
 
-    root, runs = locate_results(results)
-    where = resolve_store(store, root)
-    require_results(root, runs, where)
     out = Path(output)
-    with Store(where) as st:
-        rep = st.ingest_dir(root, runs)
-        if runs is None:
-            from infx.interop.ingest import restore_imports
-
-            restore_imports(st, root)  # imported InferenceX runs, when the database was rebuilt
-        for d in rep.problems:
-            warn(Diagnostic(d.message, d.file, d.line, d.col, d.path, "warning"))
+    with open_results(results, store) as opened:
+        st = opened.store
         resolve = gpus_per_node_resolver(st, override=gpus_per_node, runners_path=runners)
         view = None
         if as_of is not None:
             from infx.analysis.view import load_view
 
             view = load_view(st, as_of, gpus_per_node=resolve)
-        data = load_report_data(st, run_id, baseline, gpus_per_node=resolve, results_root=root,
+        data = load_report_data(st, run_id, baseline, gpus_per_node=resolve, results_root=opened.root,
                                 cost_model=cost_model, cost_tier=cost_tier, view=view)
     atomic.write_text(out, render_report(data))
     out.chmod(0o644)  # a report is meant to be shared (atomic writes create 0600 temp files)

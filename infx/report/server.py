@@ -24,6 +24,7 @@ from pathlib import Path
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
+from pydantic import BaseModel, ConfigDict, Field
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.results.layout import (
@@ -274,7 +275,19 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
     return app
 
 
-def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 8787, gpus_per_node: int | None = None,
+class ServeRequest(BaseModel):
+    """What ``infx serve`` is asked: the results directory (and store) to show, and where to listen."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    results: Path | None = None  # None: the workspace's results/
+    port: int = Field(8787, ge=0, le=65535)  # 0: any free port
+    host: str = "127.0.0.1"  # loopback only
+    gpus_per_node: int | None = Field(None, ge=1)
+    store: str | None = None
+
+
+def serve(root: str | Path, *, host: str, port: int, gpus_per_node: int | None = None,
           store: str | None = None) -> None:
     """Run the dashboard until interrupted; prints the URL once listening (port 0: any free port)."""
     shown = Path(root).resolve()

@@ -191,6 +191,15 @@ class PointStatus(_Model):
 # --------------------------------------------------------------------------- file access
 
 
+def results_root(path: Path | None) -> Path:
+    """A results argument of a command, defaulting to the workspace's ``results/``."""
+    if path is not None:
+        return path
+    from infx.workspace import current
+
+    return current().results_dir
+
+
 def check_name(name: str, what: str) -> str:
     """A run or point id must be one safe path component."""
     if not isinstance(name, str) or not _NAME_RE.match(name) or ".." in name:

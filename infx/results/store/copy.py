@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from infx.diagnostics import Diagnostic, InfxError
 from infx.results.store.api import BATCH, Store
+from infx.results.store.url import StoreUrl, parse
 from infx.results.store.writes import RowBatch
 
 
@@ -24,6 +26,22 @@ class CopyReport:
         extra = f", {len(self.rejected)} refused" if self.rejected else ""
         return (f"{self.runs} run(s): {self.written} point(s) copied, {self.unchanged} unchanged{extra}, "
                 f"{self.quarantined} quarantined row(s)")
+
+
+def copy_between(src: str, dst: str, run_ids: list[str] | None = None) -> tuple[StoreUrl, StoreUrl, CopyReport]:
+    """``infx store copy SRC DST [--run R]``: the two stores (URLs or SQLite files) checked, then copied. Refused
+    before anything is written: the same store twice, a SQLite source that does not exist, a run SRC lacks."""
+    source, dest = parse(src), parse(dst)
+    if source.sqlalchemy_url == dest.sqlalchemy_url:
+        raise InfxError(Diagnostic(f"SRC and DST are the same store ({source.display})"))
+    if source.path is not None and not source.path.is_file():
+        raise InfxError(Diagnostic(f"no results database at {source.path}", str(source.path)))
+    with Store(source, readonly=source.kind == "sqlite") as a, Store(dest) as b:
+        known = set(a.run_ids())
+        missing = [r for r in run_ids or [] if r not in known]
+        if missing:
+            raise InfxError(Diagnostic(f"run(s) not in {a.name}: {', '.join(missing)}"))
+        return source, dest, copy_store(a, b, run_ids or None)
 
 
 def copy_store(src: Store, dst: Store, run_ids: list[str] | None = None) -> CopyReport:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict, Field
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.results.store import schema
@@ -28,6 +29,16 @@ if TYPE_CHECKING:
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 _LOCK_KEY = 0x696E66785F6D6967  # "infx_mig": the PostgreSQL advisory lock every migration holds
+
+
+class MigrateRequest(BaseModel):
+    """What ``infx store migrate`` is asked: the store (``store``, else the one of ``results``) and how far."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    store: str | None = None
+    results: Path | None = None
+    revision: int | None = Field(None, ge=1, le=SCHEMA_VERSION)  # None: the head
 
 
 def revision_of(version: int) -> str:
