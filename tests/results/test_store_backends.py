@@ -155,6 +155,29 @@ def test_a_point_no_store_can_hold_is_rejected_alone(store_url: str) -> None:
         assert st.counts()["points"] == 1
 
 
+
+def test_a_point_whose_rows_cannot_be_built_leaves_no_row_behind(store_url: str) -> None:
+    """A result that breaks while its rows are built (here its telemetry, after the points and results rows are
+    made) is rejected whole: none of its rows reaches the store, the points beside it do."""
+    from infx.metrics.sections import TelemetrySummary
+    from infx.results.layout import PointStatus
+    from infx.results.synthetic import SEED_ARMS, make_manifest, make_point, make_result
+
+    ok, bad = make_point(2, 4, isl=1024, osl=1024), make_point(2, 8, isl=1024, osl=1024)
+    r_bad = make_result(bad, SEED_ARMS[0])
+    broken = TelemetrySummary.model_construct(power=None)  # telemetry_row reads power.get(...): AttributeError
+    r_bad = r_bad.model_copy(update={"extra": r_bad.extra.model_copy(update={"telemetry": broken})})
+    with Store(store_url) as st:
+        st.upsert_run(make_manifest("m"))
+        written, _ = st.add_points([make_bundle("m", bad, PointStatus(state="done"), r_bad),
+                                    make_bundle("m", ok, PointStatus(state="done"), make_result(ok, SEED_ARMS[0]))])
+        assert written == 1
+        assert [(b.point.point_id, why.startswith("cannot be stored: AttributeError")) for b, why in st.rejected] == [
+            (bad.point_id, True)]
+        counts = st.table_counts()
+    assert (counts["points"], counts["results"], counts["telemetry"]) == (1, 1, 0)
+
+
 # -------------------------------------------------------------------------------------------- the schema
 
 
