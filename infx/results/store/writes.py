@@ -89,16 +89,17 @@ class RowBatch:
     # building -------------------------------------------------------------------------------------
     def add(self, b: PointBundle) -> None:
         """Add one bundle's rows, or reject it whole when they cannot be built (nothing of it is added)."""
-        rows = self.rows
-        sizes = [len(t) for t in rows.values()]
+        key = (b.run_id, b.point.point_id)
         try:
-            self._build(b, rows)
+            built = self._build(b)
         except (AttributeError, TypeError, ValueError, KeyError, OverflowError) as exc:
-            for t, n in zip(rows.values(), sizes, strict=True):
-                del t[n:]
-            self.rejected.append(((b.run_id, b.point.point_id), f"cannot be stored: {type(exc).__name__}: {exc}"))
+            self.rejected.append((key, f"cannot be stored: {type(exc).__name__}: {exc}"))
             return
-        self.digests[(b.run_id, b.point.point_id)] = b.digest
+        rows = self.rows
+        for name, new in built:
+            if new:
+                rows[name].extend(new)
+        self.digests[key] = b.digest
 
     def _json_map(self, d: dict[str, Any]) -> str:
         if not d:
@@ -131,8 +132,7 @@ class RowBatch:
                 (p.scenario_type, p.isl, p.osl, p.spec_decoding, p.kv_offloading),
                 (prefill, decode, disagg, recipe, scope))
 
-    def _build(self, b: PointBundle, rows: dict[str, list[Row]]) -> None:
-        """Append ``b``'s rows to ``rows`` (the caller takes them back out when this raises)."""
+    def _build(self, b: PointBundle) -> list[tuple[str, list[Row]]]:
         p, s, r = b.point, b.status, b.result
         run_id, point_id = b.run_id, p.point_id
         recipe = b.recipe or recipe_fingerprint(json.loads(b.point_json)["point"])
@@ -140,38 +140,37 @@ class RowBatch:
         if ident is None:
             ident = self._identity[recipe] = self._identity_of(p, recipe)
         head, seq, roles = ident
-        conc = p.conc if isinstance(p.conc, int) else point_conc(p, r)
-        rows["points"].append((run_id, point_id, b.digest, *head, conc, *seq, p.image, b.launch_fingerprint, s.state,
-                               b.point_json, *roles))
+        out: list[tuple[str, list[Row]]] = [("points", [(
+            run_id, point_id, b.digest, *head, point_conc(p, r), *seq, p.image, b.launch_fingerprint, s.state,
+            b.point_json, *roles)])]
         if r is not None:
-            m = r.metrics
-            t, ttft, tpot, itl, e2el = m.throughput, m.ttft_ms, m.tpot_ms, m.itl_ms, m.e2el_ms
-            rows["results"].append((
+            m, t = r.metrics, r.metrics.throughput
+            ttft, tpot, itl, e2el = m.ttft_ms, m.tpot_ms, m.itl_ms, m.e2el_ms
+            out.append(("results", [(
                 run_id, point_id, int(r.complete), r.started_at, r.ended_at, t.duration_s,
                 m.issued, m.completed, m.failed, m.success_rate,
                 t.request_per_s, t.output_tok_per_s, t.input_tok_per_s, t.total_tok_per_s,
                 m.interactivity_median, m.interactivity_p90,
                 ttft.median, ttft.p90, ttft.p99, tpot.median, tpot.p90, tpot.p99,
                 itl.median, itl.p90, itl.p99, e2el.median, e2el.p90, e2el.p99,
-                self._json_map(m.error_classes) if m.error_classes else "{}",
-                self._json_checks(r) if r.checks else "[]",
-                self._json_map(r.versions) if r.versions else "{}",
-                max(1, len(r.trials)), pack_ci(r) if r.stats else None))
+                self._json_map(m.error_classes),
+                self._json_checks(r), self._json_map(r.versions), max(1, len(r.trials)), pack_ci(r))]))
             if r.trials:
-                rows["trials"].extend([self._trial_row(run_id, point_id, tr) for tr in r.trials])
+                out.append(("trials", [self._trial_row(run_id, point_id, tr) for tr in r.trials]))
             trow = telemetry_row(run_id, point_id, r.extra.telemetry)
             if trow is not None:
-                rows["telemetry"].append(trow)
+                out.append(("telemetry", [trow]))
         if s.startup is not None:
             su = s.startup
-            rows["startup"].append((run_id, point_id, su.kv_cache_tokens, su.kv_cache_gib, su.max_concurrency,
-                                    su.model_load_gib, su.startup_s, su.engine_version, su.model_dump_json()))
+            out.append(("startup", [(run_id, point_id, su.kv_cache_tokens, su.kv_cache_gib, su.max_concurrency,
+                                     su.model_load_gib, su.startup_s, su.engine_version, su.model_dump_json())]))
         if s.state != "done":
-            rows["failures"].append((run_id, point_id, s.state, s.failure_class, s.reason, s.log_tail))
+            out.append(("failures", [(run_id, point_id, s.state, s.failure_class, s.reason, s.log_tail)]))
         if b.evaluation is not None:
             row, answers = eval_rows(run_id, point_id, b.evaluation)
-            rows["evals"].append(row)
-            rows["eval_answers"].extend(answers)
+            out.append(("evals", [row]))
+            out.append(("eval_answers", answers))
+        return out
 
     @staticmethod
     def _trial_row(run_id: str, point_id: str, tr: Any) -> Row:
