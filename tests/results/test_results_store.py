@@ -148,9 +148,13 @@ def test_migrations_apply_in_order_from_an_old_database(tmp_path: Path) -> None:
     assert st.conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE type='index' AND name='points_identity'"
                            ).fetchone()[0] == 0
     st.close()
-    with Store(db) as st2:
+    with Store(db, schema_target=8) as st8:  # 0002 made the identity index ...
+        assert st8.conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE name='points_identity'").fetchone()[0] == 1
+    with Store(db) as st2:  # ... and 0009 dropped it again; the (run, state) index stays
         assert st2.schema_version() == SCHEMA_VERSION == int(head_revision())
-        assert st2.conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE name='points_identity'").fetchone()[0] == 1
+        indexes = {r[0] for r in st2.conn.execute("SELECT name FROM sqlite_master WHERE type='index' AND "
+                                                   "tbl_name='points' AND sql IS NOT NULL")}
+        assert indexes == {"points_state"}
         assert st2.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 #: The head revision as an integer: ``schema_version`` holds it (so an infx from before Alembic, which reads
 #: only that table, refuses a newer store instead of writing into it) and the revisions are named after it.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 metadata = sa.MetaData()
 
@@ -70,7 +70,6 @@ points = sa.Table(
     sa.Column("disagg", Int, nullable=False, server_default=sa.text("0")),
     sa.Column("recipe_fingerprint", Text),  # 0008: the curve scope (infx.results.store.snapshots)
     sa.Column("scope", Text),
-    sa.Index("points_identity", "model_prefix", "hardware", "framework", "precision", "scenario", "isl", "osl"),
     sa.Index("points_state", "run_id", "state"),
     # no index on scope: the snapshot reads group every point by scope (a scan), and each index costs ingest
 )
