@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from infx.analysis.dataset import load_measured
 from infx.results.layout import ResultsDir
-from infx.results.store import SCHEMA_VERSION, Store, make_bundle
+from infx.results.store import SCHEMA_VERSION, PointBundle, Store, make_bundle
 from infx.results.store import schema as store_schema
 from infx.results.store.copy import copy_store
 from infx.results.store.rows import ImportedAggRow, PointRow, ResultRow
@@ -134,46 +134,48 @@ def test_copy_into_another_store_is_idempotent(store_url: str, seed_results: Res
             assert dst.manifest("pr-1234") == src.manifest("pr-1234")
 
 
-@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")  # the unvalidated value
-def test_a_point_no_store_can_hold_is_rejected_alone(store_url: str) -> None:
-    from infx.metrics.sections import TelemetrySummary
+def _good_and_bad(telemetry: object) -> tuple[PointBundle, PointBundle]:
+    """Two points of run ``m``: one as measured, one whose result carries ``telemetry`` (built unvalidated)."""
     from infx.results.layout import PointStatus
-    from infx.results.synthetic import SEED_ARMS, make_manifest, make_point, make_result
+    from infx.results.synthetic import SEED_ARMS, make_point, make_result
 
     ok, bad = make_point(2, 4, isl=1024, osl=1024), make_point(2, 8, isl=1024, osl=1024)
     r_bad = make_result(bad, SEED_ARMS[0])
+    r_bad = r_bad.model_copy(update={"extra": r_bad.extra.model_copy(update={"telemetry": telemetry})})
+    return (make_bundle("m", ok, PointStatus(state="done"), make_result(ok, SEED_ARMS[0])),
+            make_bundle("m", bad, PointStatus(state="done"), r_bad))
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")  # the unvalidated value
+def test_a_point_no_store_can_hold_is_rejected_alone(store_url: str) -> None:
+    from infx.metrics.sections import TelemetrySummary
+    from infx.results.synthetic import make_manifest
+
     # a value no store column can hold: the typed contract refuses it at read, so it is built unvalidated
-    bad_telemetry = TelemetrySummary.model_construct(expected_gpu_count={"not": "a number"})
-    r_bad = r_bad.model_copy(update={"extra": r_bad.extra.model_copy(update={"telemetry": bad_telemetry})})
+    good, bad = _good_and_bad(TelemetrySummary.model_construct(expected_gpu_count={"not": "a number"}))
     with Store(store_url) as st:
         st.upsert_run(make_manifest("m"))
-        good = make_bundle("m", ok, PointStatus(state="done"), make_result(ok, SEED_ARMS[0]))
-        written, unchanged = st.add_points([good, make_bundle("m", bad, PointStatus(state="done"), r_bad)])
+        written, unchanged = st.add_points([good, bad])
         assert (written, unchanged) == (1, 0)
         assert [(b.point.point_id, "telemetry.expected_gpu_count" in why) for b, why in st.rejected] == [
-            (bad.point_id, True)]
+            (bad.point.point_id, True)]
         assert st.counts()["points"] == 1
-
 
 
 def test_a_point_whose_rows_cannot_be_built_leaves_no_row_behind(store_url: str) -> None:
     """A result that breaks while its rows are built (here its telemetry, after the points and results rows are
     made) is rejected whole: none of its rows reaches the store, the points beside it do."""
     from infx.metrics.sections import TelemetrySummary
-    from infx.results.layout import PointStatus
-    from infx.results.synthetic import SEED_ARMS, make_manifest, make_point, make_result
+    from infx.results.synthetic import make_manifest
 
-    ok, bad = make_point(2, 4, isl=1024, osl=1024), make_point(2, 8, isl=1024, osl=1024)
-    r_bad = make_result(bad, SEED_ARMS[0])
-    broken = TelemetrySummary.model_construct(power=None)  # telemetry_row reads power.get(...): AttributeError
-    r_bad = r_bad.model_copy(update={"extra": r_bad.extra.model_copy(update={"telemetry": broken})})
+    # telemetry_row reads power.get(...): AttributeError
+    good, bad = _good_and_bad(TelemetrySummary.model_construct(power=None))
     with Store(store_url) as st:
         st.upsert_run(make_manifest("m"))
-        written, _ = st.add_points([make_bundle("m", bad, PointStatus(state="done"), r_bad),
-                                    make_bundle("m", ok, PointStatus(state="done"), make_result(ok, SEED_ARMS[0]))])
+        written, _ = st.add_points([bad, good])
         assert written == 1
         assert [(b.point.point_id, why.startswith("cannot be stored: AttributeError")) for b, why in st.rejected] == [
-            (bad.point_id, True)]
+            (bad.point.point_id, True)]
         counts = st.table_counts()
     assert (counts["points"], counts["results"], counts["telemetry"]) == (1, 1, 0)
 
