@@ -29,6 +29,7 @@ _STAGE_CLIS = (
     "infx.matrix.cli",     # matrix
     "infx.engines.cli",    # plan, engine build-tiny-model|up|down
     "infx.preflight.cli",  # preflight
+    "infx.recipes.cli",    # recipes render|show|check (upstream vLLM recipes)
     "infx.loadgen.cli",    # bench
     "infx.agentic.cli",    # traces synth|stats
     "infx.sweep.cli",      # run, run-group, run-point, status, repro

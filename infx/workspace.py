@@ -65,11 +65,22 @@ class WorkspaceStore(BaseModel):
     url: str | None = None
 
 
+class WorkspaceUpstreamRecipes(BaseModel):
+    """``[recipes]`` of ``infx.toml``: an upstream vLLM recipes checkout (vllm-project/recipes) that
+    ``infx recipes`` reads (``path``, relative to the workspace root) and, optionally, the commit to read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str | None = None
+    commit: str | None = None
+
+
 class WorkspaceFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     paths: WorkspacePaths = WorkspacePaths()
     store: WorkspaceStore = WorkspaceStore()
+    recipes: WorkspaceUpstreamRecipes = WorkspaceUpstreamRecipes()
 
 
 class Workspace(BaseModel):
@@ -81,6 +92,7 @@ class Workspace(BaseModel):
     found_by: FoundBy
     paths: WorkspacePaths = WorkspacePaths()
     store: WorkspaceStore = WorkspaceStore()
+    upstream: WorkspaceUpstreamRecipes = WorkspaceUpstreamRecipes()
 
     def _at(self, rel: str) -> Path:
         return self.root / rel
@@ -113,6 +125,11 @@ class Workspace(BaseModel):
     @property
     def changelog(self) -> Path:
         return self._at(self.paths.changelog)
+
+    @property
+    def upstream_recipes(self) -> Path | None:
+        """``[recipes] path``: the upstream vLLM recipes checkout, or None when the workspace names none."""
+        return self._at(self.upstream.path) if self.upstream.path else None
 
     @property
     def results_dir(self) -> Path:
@@ -245,7 +262,7 @@ def at(root: str | Path, found_by: FoundBy = "--workspace") -> Workspace:
     root = Path(root).resolve()
     marker = root / MARKER
     wf = load_workspace_file(marker) if marker.is_file() else WorkspaceFile()
-    return Workspace(root=root, found_by=found_by, paths=wf.paths, store=wf.store)
+    return Workspace(root=root, found_by=found_by, paths=wf.paths, store=wf.store, upstream=wf.recipes)
 
 
 def _explicit(path: Path, source: str) -> Path:

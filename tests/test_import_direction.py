@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
     {"agentic"},
     {"telemetry"},     # power/energy and engine-state samplers around a measurement (uses the result's clock)
     {"engines"},
+    {"recipes"},       # upstream vLLM recipes: reader, renderer, the check of launches against them
     {"preflight"},
     {"evals"},         # accuracy evals (lm-eval in its own venv): reads model cards, written by the sweep
     {"changelog"},
