@@ -166,6 +166,7 @@ class ArgRow(BaseModel):
     verdict: Severity
     point_at: Where | None = None
     recipe_at: Where | None = None
+    recipe_key: str | None = None  # the recipe key path (or how it was derived) that set the recipe's value
     display: str = ""  # the flag as the argv spells it
 
 
@@ -367,6 +368,9 @@ def compare(point: PointLaunchArgs, model: str, rendering: RecipeRendering, tabl
                 return Where(file=src.file, line=src.line)
         return Where(file=DERIVED) if tokens else None
 
+    def recipe_key(tokens: list[int]) -> str | None:
+        return rendering.provenance[tokens[-1]].key_path if tokens else None
+
     model_at = rendering.provenance[2]
     rows.append(ArgRow(key="model", kind="model", cls="must-match", source="IX prompt lines 162-170 (model)",
                        point=model, recipe=rendering.model, point_has=True, recipe_has=True,
@@ -407,7 +411,7 @@ def compare(point: PointLaunchArgs, model: str, rendering: RecipeRendering, tabl
             point_has=pv is not _MISSING, recipe_has=rv is not _MISSING, verdict=verdict,
             point_at=(Where(file=point.source, line=_line_in(point.text, _flag_needles(key, pspell)))
                       if pv is not _MISSING else None),
-            recipe_at=recipe_at(rtoks), display=spelling + ("." + key.split(".", 1)[1] if "." in key else "")))
+            recipe_at=recipe_at(rtoks), recipe_key=recipe_key(rtoks), display=spelling + ("." + key.split(".", 1)[1] if "." in key else "")))
     for name in list(point.env) + [k for k in rendering.env if k not in point.env]:
         pv = point.env.get(name, _MISSING)
         rv = rendering.env.get(name, _MISSING)
@@ -462,6 +466,9 @@ def args_findings(check: PointCheck) -> list[RecipeFinding]:
                 msg += " (its engine default differs)"
         elif r.verdict == "error":
             msg = f"{r.cls} {name}: launch {_show(r.point)} vs recipe {_show(r.recipe)}"
+            if r.recipe_key:
+                msg += (f" (the recipe renders {_show(r.recipe)} for {sel.strategy} on {sel.hardware}: "
+                        f"{r.recipe_key}" + (f", {r.recipe_at}" if r.recipe_at else "") + ")")
         elif r.cls == "must-match":
             msg = (f"{r.cls} {name} {_show(r.recipe)} is set by the recipe and not by the launch: "
                    "the benchmark does not run what the recipe documents")
