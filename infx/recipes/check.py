@@ -267,10 +267,10 @@ class VariantIndex:
             for vk in lr.recipe.variants:
                 self.by_model.setdefault(lr.served_model(vk), []).append((lr, vk))
 
-    def find(self, model: str, precision: str) -> tuple[LoadedRecipe, str] | str:
-        hits = self.by_model.get(model, [])
+    def find(self, model: str, precision: str, recipe_path: str | None = None) -> tuple[LoadedRecipe, str] | str:
+        hits = [h for h in self.by_model.get(model, []) if recipe_path is None or h[0].rel == recipe_path]
         if not hits:
-            return f"no recipe variant serves {model}"
+            return f"no recipe variant serves {model}" + (f" in {recipe_path}" if recipe_path else "")
         if len(hits) == 1:
             return hits[0]
         same = [h for h in hits if h[0].recipe.variants[h[1]].precision == precision]
@@ -514,16 +514,33 @@ def hardware_finding(lr: LoadedRecipe, hw_id: str, point_id: str | None = None,
                          evidence={"key_path": f"meta.hardware.{hw_id}", "status": status})
 
 
+class Pin(BaseModel):
+    """A selection a recipe link makes (``recipes.vllm.ai/<org>/<repo>?hardware=...``): the recipe file and
+    whatever its query names; the rest is chosen as for any point."""
+
+    recipe_path: str | None = None
+    hardware: str | None = None
+    variant: str | None = None
+    strategy: str | None = None
+    features: list[str] | None = None
+    modes: dict[str, str] = Field(default_factory=dict)
+
+
 def check_point(repo: RecipeRepo, index: VariantIndex, facts: PointFacts, launch: PointLaunchArgs,
-                table: ArgTable) -> PointCheck:
-    """Select, render and compare one point (spec section 4.1-4.3, 4.5)."""
-    found = index.find(facts.model, facts.precision)
+                table: ArgTable, pin: Pin | None = None) -> PointCheck:
+    """Select, render and compare one point (spec section 4.1-4.3, 4.5); ``pin`` narrows the selection."""
+    pin = pin or Pin()
+    found = index.find(facts.model, facts.precision, pin.recipe_path)
+    if isinstance(found, str) or pin.variant is None:
+        pass
+    elif pin.variant in found[0].recipe.variants:
+        found = (found[0], pin.variant)
     if isinstance(found, str):
         return PointCheck(point=facts, matched=False, reason=found, launch_source=launch.source, findings=[
             RecipeFinding(rule="recipe-args", severity="warning", file=launch.source, line=None, message=found,
                           point_id=facts.point_id, config_key=facts.config_key)])
     lr, vkey = found
-    hw_id = table.taxonomy_id(facts.hardware)
+    hw_id = pin.hardware or table.taxonomy_id(facts.hardware)
     profiles = repo.taxonomy.hardware_profiles
     base = PointCheck(point=facts, matched=False, recipe_file=lr.rel, launch_source=launch.source)
     if hw_id not in profiles:
@@ -531,7 +548,7 @@ def check_point(repo: RecipeRepo, index: VariantIndex, facts: PointFacts, launch
         return base
     n = normalise(launch.argv)
     lay = layout_of(n)
-    strategy = lay.strategy
+    strategy = pin.strategy or lay.strategy
     hw = profiles[hw_id]
     hw_find = hardware_finding(lr, hw_id, facts.point_id, facts.config_key)
     if strategy not in offered_strategies(lr.recipe) or not strategy_supported(lr.recipe, strategy, hw_id, hw):
@@ -543,6 +560,9 @@ def check_point(repo: RecipeRepo, index: VariantIndex, facts: PointFacts, launch
             evidence={"layout": lay.model_dump(), "offered": offered_strategies(lr.recipe)})]
         return base
     feats, modes = features_for(lr, vkey, hw_id, n, facts.spec_decoding, repo)
+    if pin.features is not None:
+        feats = list(pin.features)
+    modes.update(pin.modes)
     sel = RecipeSelection(recipe_path=lr.rel, recipe_commit=repo.commit, variant=vkey, strategy=strategy,
                           hardware=hw_id, features=feats, modes=modes)
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from infx.recipes.check import CheckRequest, PointCheck, catalog_checks
+from infx.recipes.check import CheckRequest, PointCheck, PointLaunchArgs, catalog_checks
 from infx.workspace import at
 from tests.recipes.helpers import CORPUS, IX, REPO, needs_corpus, needs_ix, seed_recipe_text, seed_recipes_repo
 
@@ -167,3 +167,54 @@ def test_whole_inferencex_catalog(ix_ws: Path) -> None:
                            "dsv4-fp8-mi325x-vllm-mtp"}
     text = format_checks(checks, brief=True)
     assert "summary" in text and f"  {s.entries}" in text
+
+
+def test_review_rule_functions_and_links(seed_checks: dict[int, PointCheck], tmp_path: Path) -> None:
+    """The library functions a review gate calls: links recognised, the linked file resolved at the merge
+    commit, recipe-args and recipe-hardware findings for a point (L2/L6/L7's recipe half)."""
+    from infx.recipes.rules import parse_links, recipe_args, recipe_hardware, resolve_link
+    from infx.recipes.source import RecipeRepo
+
+    text = ("see vllm-project/recipes#1006 and https://recipes.vllm.ai/deepseek-ai/DeepSeek-V4.1-Flash?hardware=mi355x"
+            "&features=tool_calling,spec_decoding&fmode=spec_decoding:dspark and "
+            "https://github.com/vllm-project/recipes/commit/01b04887fd36 and https://cookbook.sglang.io/x")
+    links = parse_links(text)
+    assert [x.kind for x in links] == ["vllm-recipes-pr", "vllm-recipes-page", "vllm-recipes-commit", "sglang-page"]
+    assert links[0].pr == 1006
+    page = links[1]
+    assert page.recipe_path == "models/deepseek-ai/DeepSeek-V4.1-Flash.yaml" and page.pin.hardware == "mi355x"
+    assert page.pin.features == ["tool_calling", "spec_decoding"] and page.pin.modes == {"spec_decoding": "dspark"}
+
+    root, commit = seed_recipes_repo(tmp_path / "r")
+    t = resolve_link(str(root), links[0], commit, model="deepseek-ai/DeepSeek-V4.1-Flash")
+    assert t.ok and t.commit == commit and t.recipe_path == "models/deepseek-ai/DeepSeek-V4.1-Flash.yaml"
+    bare = resolve_link(str(root), links[2])
+    assert not bare.ok and "bare commit does not satisfy the rule" in bare.findings[0].message
+    gone = resolve_link(str(root), parse_links("https://recipes.vllm.ai/x-org/Nope")[0], commit)
+    assert not gone.ok and "does not exist" in gone.findings[0].message
+
+    c2 = seed_checks[2]
+    repo = RecipeRepo(root, commit)
+    launch = PointLaunchArgs(argv=_launch_argv(c2), env=_launch_env(c2),
+                             source="recipes/dsv41flash-fp4-mi355x-vllm-agentic.yaml", kind="typed",
+                             text=(REPO / "recipes" / "dsv41flash-fp4-mi355x-vllm-agentic.yaml").read_text())
+    f = recipe_args(repo, c2.point, launch, pin=t.pin)
+    assert {x.evidence["key"] for x in f if x.severity == "error"} == {"speculative-config.method", "kv-cache-dtype"}
+    assert all(x.rule == "recipe-args" and x.file and (x.line or x.severity == "note") for x in f)
+    hw = recipe_hardware(repo, c2.point)
+    assert [(x.rule, x.severity, x.file) for x in hw] == [("recipe-hardware", "pass", t.recipe_path)]
+
+
+def _launch_argv(c: PointCheck) -> list[str]:
+    from infx.engines.recipes import workspace_recipes
+    from infx.engines.render import render_launch
+    from infx.matrix.select import keyed_points
+
+    kp = keyed_points([REPO / "configs" / "amd-master.yaml"], REPO / "configs" / "runners.yaml",
+                      [c.point.config_key])
+    p = next(p for _, p in kp if p.point_id == c.point.point_id)
+    return render_launch(p, workspace_recipes(REPO / "recipes"), runtime="local").argv
+
+
+def _launch_env(c: PointCheck) -> dict[str, str]:
+    return {r.key[4:]: r.point for r in c.rows if r.kind == "env" and r.point_has}
