@@ -338,9 +338,21 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+_LINES: dict[tuple[int, tuple[str, ...]], int | None] = {}
+
+
 def _line_in(text: str | None, needles: Sequence[str]) -> int | None:
+    """The first non-comment line of ``text`` naming one of ``needles`` as a word (memoised: many points
+    share one script)."""
     if not text:
         return None
+    key = (hash(text), tuple(needles))
+    if key not in _LINES:
+        _LINES[key] = _find_line(text, needles)
+    return _LINES[key]
+
+
+def _find_line(text: str, needles: Sequence[str]) -> int | None:
     pats = [re.compile(rf"(^|[^\w-]){re.escape(n)}($|[^\w-])") for n in needles if n]
     for i, line in enumerate(text.splitlines(), 1):
         if line.lstrip().startswith("#"):
