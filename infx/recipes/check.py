@@ -333,7 +333,8 @@ def _items(n: NormalisedArgv, table: ArgTable) -> dict[str, tuple[Any, list[int]
 
 
 def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+    nums = (int, float)
+    if isinstance(a, nums) and isinstance(b, nums) and not isinstance(a, bool) and not isinstance(b, bool):
         return float(a) == float(b)
     return bool(a == b)
 
@@ -423,7 +424,8 @@ def compare(point: PointLaunchArgs, model: str, rendering: RecipeRendering, tabl
             point_has=pv is not _MISSING, recipe_has=rv is not _MISSING, verdict=verdict,
             point_at=(Where(file=point.source, line=_line_in(point.text, _flag_needles(key, pspell)))
                       if pv is not _MISSING else None),
-            recipe_at=recipe_at(rtoks), recipe_key=recipe_key(rtoks), display=spelling + ("." + key.split(".", 1)[1] if "." in key else "")))
+            recipe_at=recipe_at(rtoks), recipe_key=recipe_key(rtoks),
+            display=spelling + ("." + key.split(".", 1)[1] if "." in key else "")))
     for name in list(point.env) + [k for k in rendering.env if k not in point.env]:
         pv = point.env.get(name, _MISSING)
         rv = rendering.env.get(name, _MISSING)
@@ -494,7 +496,7 @@ def args_findings(check: PointCheck) -> list[RecipeFinding]:
             message=msg, point_id=check.point.point_id, config_key=check.point.config_key,
             evidence={"key": r.key, "class": r.cls, "source": r.source, "launch": r.point, "recipe": r.recipe,
                       "launch_at": str(r.point_at) if r.point_at else None,
-                      "recipe_at": str(r.recipe_at) if r.recipe_at else None, "recipe": where,
+                      "recipe_at": str(r.recipe_at) if r.recipe_at else None, "selection": where,
                       "recipe_value": r.recipe, "recipe_commit": sel.recipe_commit}))
     if notes:
         out.append(RecipeFinding(
@@ -646,7 +648,7 @@ def catalog_checks(req: CheckRequest, workspace: Any = None) -> list[PointCheck]
     for key, p in keyed:
         facts = PointFacts(config_key=key, point_id=p.point_id, model=p.model, precision=p.precision,
                            hardware=hw_of[p.point_id], spec_decoding=p.spec_decoding, tp=p.tp, ep=p.ep,
-                           dp_attn=p.dp_attn, conc=p.conc)
+                           dp_attn=p.dp_attn, conc=p.concs[0])
         try:
             if p.point_id in typed:
                 launch = render_launch(p, recipes, runtime="local")

@@ -209,12 +209,12 @@ def format_checks(checks: list[PointCheck], brief: bool = False, all_rows: bool 
             more = f" +{len(cs) - 6} more" if len(cs) > 6 else ""
             out.append(f"{first}\n  points: {ids}{more}" + (f"\n{rest}" if rest else ""))
             out.append("")
-    s = summarise(checks)
+    sm = summarise(checks)
     out += ["summary", *_table([
         ["catalog entries", "points", "matched to a recipe", "not matched", "points with must-match errors",
          "must-match errors", "warnings", "points on hardware marked unsupported"],
-        [str(s.entries), str(s.points), str(s.matched), str(s.unmatched), str(s.points_with_errors),
-         str(s.must_match_errors), str(s.warnings), str(s.hardware_unsupported)]])]
+        [str(sm.entries), str(sm.points), str(sm.matched), str(sm.unmatched), str(sm.points_with_errors),
+         str(sm.must_match_errors), str(sm.warnings), str(sm.hardware_unsupported)]])]
     return "\n".join(out)
 
 

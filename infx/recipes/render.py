@@ -115,7 +115,7 @@ def default_features(recipe: Recipe, variant: str, hardware: str) -> list[str]:
 
 
 def precision_compatible(hw: HardwareProfile, variant: Variant) -> bool:
-    c = variant.precision_hardware or PRECISION_HARDWARE.get(variant.precision or "")
+    c: dict[str, str] = variant.precision_hardware or PRECISION_HARDWARE.get(variant.precision or "") or {}
     if not c:
         return True
     if c.get("brand") and hw.brand != c["brand"]:
@@ -126,7 +126,7 @@ def precision_compatible(hw: HardwareProfile, variant: Variant) -> bool:
 def strategy_supported(recipe: Recipe, strategy: str, hw_id: str, hw: HardwareProfile) -> bool:
     gate, _ = keyed(recipe.strategy_hardware.get(strategy), hw_id, hw)
     if gate is not None:
-        return gate != "unsupported"
+        return bool(gate != "unsupported")
     return strategy in recipe.compatible_strategies
 
 
@@ -186,13 +186,13 @@ class _Builder:
             self.env_src[k] = self.src(path + (k,), f)
 
 
-def _block(overrides: dict[str, Override], key: str | None, nvidia: bool) -> tuple[Override | None, str | None]:
+def _block(overrides: dict[str, Override], key: str | None, nvidia: bool) -> tuple[Override | None, str]:
     """``overrides[gen]``, else ``overrides[nvidia]`` on NVIDIA hardware (an empty block counts)."""
     if key is not None and key in overrides and overrides[key] is not None:
         return overrides[key], key
     if nvidia and overrides.get("nvidia") is not None:
         return overrides["nvidia"], "nvidia"
-    return None, None
+    return None, ""
 
 
 def dedupe(toks: list[_Tok]) -> list[_Tok]:
@@ -228,14 +228,17 @@ def single_node_parallel(lr: LoadedRecipe, vkey: str, strategy: str, hw_id: str,
     cpu = hw.generation == "cpu"
     if strategy != "single_node_tp":
         return n, TokenSource(file=DERIVED, key_path=f"taxonomy.hardware_profiles.{hw_id}.gpu_count")
-    for raw, path in ((v.tp, ("variants", vkey, "tp")),
-                      (recipe.strategy_overrides.get(strategy).tp if strategy in recipe.strategy_overrides else None,
-                       ("strategy_overrides", strategy, "tp"))):
+    so = recipe.strategy_overrides.get(strategy)
+    declared: list[tuple[Any, tuple[PathElem, ...]]] = [(v.tp, ("variants", vkey, "tp")),
+                                                        (so.tp if so else None, ("strategy_overrides", strategy, "tp"))]
+    for raw, path in declared:
+        at: tuple[PathElem, ...] = path
         if _num(raw):
-            tp, at = raw, path
+            tp: Any = raw
         else:
             tp, k = keyed(raw, hw_id, hw)
-            at = path + (k,) if k is not None else path
+            if k is not None:
+                at = path + (k,)
         if _num(tp) and tp > 0:
             src = TokenSource(file=lr.rel, line=lr.line(at), key_path=".".join(str(p) for p in at))
             return (int(tp) if cpu else int(min(tp, n))), src
@@ -254,7 +257,7 @@ def docker_image(lr: LoadedRecipe, vkey: str, hw_id: str, hw: HardwareProfile) -
     intel = hw.generation == "cpu" or xpu or hw.brand == "Intel"
     brand = "tpu" if tpu else "amd" if amd else "intel" if intel else "nvidia"
     pinned: tuple[str, tuple[PathElem, ...]] | None = None
-    cuda: tuple[dict[str, Any], tuple[PathElem, ...]] | None = None
+    cuda: tuple[Any, tuple[PathElem, ...]] | None = None
     exact = v.hardware_overrides.get(hw_id)
     if exact is not None and isinstance(exact.docker_image, str) and exact.docker_image:
         pinned = (exact.docker_image, ("variants", vkey, "hardware_overrides", hw_id, "docker_image"))
@@ -345,13 +348,13 @@ def check_selection(repo: RecipeRepo, lr: LoadedRecipe, sel: RecipeSelection,
                             f"feature '{f}' is not offered with {sel.strategy} (strategies: "
                             f"{', '.join(feat.strategies)})")
     for f, m in sel.modes.items():
-        feat = recipe.features.get(f)
-        if feat is None or not feat.modes:
-            raise _fail(lr, ("features", f) if feat else ("features",), f"feature '{f}' has no modes")
-        if m not in feat.modes:
+        mf = recipe.features.get(f)
+        if mf is None or not mf.modes:
+            raise _fail(lr, ("features", f) if mf else ("features",), f"feature '{f}' has no modes")
+        if m not in mf.modes:
             raise _fail(lr, ("features", f, "modes"), f"feature '{f}' has no mode '{m}' (modes: "
-                                                      f"{', '.join(feat.modes)})")
-        if not mode_allowed(feat.modes[m], sel.variant, sel.hardware, hw):
+                                                      f"{', '.join(mf.modes)})")
+        if not mode_allowed(mf.modes[m], sel.variant, sel.hardware, hw):
             raise _fail(lr, ("features", f, "modes", m), f"mode '{m}' of feature '{f}' is excluded for variant "
                                                          f"'{sel.variant}' on {sel.hardware}")
     return variant, strategy, sfile, hw, warnings
@@ -388,7 +391,7 @@ def render(repo: RecipeRepo, sel: RecipeSelection, lr: LoadedRecipe | None = Non
         b.args(so.extra_args, sopath + ("extra_args",))
         b.args(so.vllm_args, sopath + ("vllm_args",))
     # 5: hardware
-    so_gen, so_gen_key = _block(so.hardware_overrides, gen, nvidia) if so else (None, None)
+    so_gen, so_gen_key = _block(so.hardware_overrides, gen, nvidia) if so else (None, "")
     if so_gen is not None:
         b.args(so_gen.extra_args, sopath + ("hardware_overrides", so_gen_key, "extra_args"))
     else:
@@ -418,7 +421,7 @@ def render(repo: RecipeRepo, sel: RecipeSelection, lr: LoadedRecipe | None = Non
             mode = feat.modes[m]
             mpath = fpath + ("modes", m)
             ho, hk = keyed(mode.hardware_overrides, hw_id, hw)
-            if ho is not None and ho.args is not None:
+            if ho is not None and ho.args is not None and hk is not None:
                 b.args(ho.args, mpath + ("hardware_overrides", hk, "args"))
             else:
                 b.args(mode.args, mpath + ("args",))
@@ -426,7 +429,7 @@ def render(repo: RecipeRepo, sel: RecipeSelection, lr: LoadedRecipe | None = Non
             continue
         fho = feat.hardware_overrides or {}
         blk = fho.get(gen) if gen is not None and fho.get(gen) is not None else None
-        bkey = gen
+        bkey = gen or ""
         if blk is None and nvidia and fho.get("nvidia") is not None:
             blk, bkey = fho["nvidia"], "nvidia"
         if blk is not None and blk.args is not None:

@@ -110,7 +110,8 @@ class LinkTarget(BaseModel):
         return self.recipe_path is not None and not any(f.severity == "error" for f in self.findings)
 
 
-def resolve_link(recipes_repo: str, link: RecipeLink, commit: str | None = None, model: str | None = None) -> LinkTarget:
+def resolve_link(recipes_repo: str, link: RecipeLink, commit: str | None = None,
+                 model: str | None = None) -> LinkTarget:
     """The recipe half of ``recipe-link``: read the file a link names from ``recipes_repo`` at ``commit``
     (a PR's merge commit, a pinned commit; default: the link's own ref, else the checkout on disk). A PR link
     names no file: ``model`` (the catalog point's) picks ``models/<model>.yaml`` or the recipe whose variant

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from infx.diagnostics import Diagnostic, InfxError, PathElem
+from infx.diagnostics import Diagnostic, InfxError, PathElem, Severity
 from infx.recipes.model import Recipe, Strategy, Taxonomy
 from infx.yamlsource import YamlSource, parse_yaml
 
@@ -125,14 +125,14 @@ class LoadedFile:
             return self.src.key_positions[path][0]
         return self.line(path)
 
-    def diag(self, path: tuple[PathElem, ...], message: str, severity: str = "error") -> Diagnostic:
+    def diag(self, path: tuple[PathElem, ...], message: str, severity: Severity = "error") -> Diagnostic:
         _, (line, col) = self.src.locate(path)
-        return Diagnostic(message, self.display, line, col, tuple(path), severity)  # type: ignore[arg-type]
+        return Diagnostic(message, self.display, line, col, tuple(path), severity)
 
 
 @dataclass
 class LoadedRecipe(LoadedFile):
-    recipe: Recipe = field(default=None)  # type: ignore[assignment]
+    recipe: Recipe
     warnings: list[Diagnostic] = field(default_factory=list)
 
     @property
@@ -267,7 +267,8 @@ def recipe_warnings(lr: LoadedRecipe, taxonomy: Taxonomy) -> list[Diagnostic]:
                      "--tensor-parallel-size in hardware_overrides wins over the strategy's parallel size")
     for s, so in r.strategy_overrides.items():
         if so.tp is not None and s != "single_node_tp":
-            warn(("strategy_overrides", s, "tp"), f"strategy_overrides.{s}.tp is ignored (read for single_node_tp only)")
+            warn(("strategy_overrides", s, "tp"),
+                 f"strategy_overrides.{s}.tp is ignored (read for single_node_tp only)")
         for key, ho in so.hardware_overrides.items():
             for i, tok in enumerate(ho.extra_args or []):
                 if _is_tp_flag(tok):

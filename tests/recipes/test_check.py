@@ -49,13 +49,15 @@ def test_l4_tp2_arm(seed_checks: dict[int, PointCheck]) -> None:
     sel = c.selection
     assert sel is not None and (sel.variant, sel.strategy, sel.hardware) == ("default", "single_node_tp", "mi355x")
     assert "encoder_parallel" in sel.features and "spec_decoding" in sel.features
-    assert {"model", "tensor-parallel-size", "moe-backend", "engram-config", "env:VLLM_ROCM_USE_AITER"} <= _by(c, "pass")
+    passed = _by(c, "pass")
+    assert {"model", "tensor-parallel-size", "moe-backend", "engram-config", "env:VLLM_ROCM_USE_AITER"} <= passed
     assert "enable-expert-parallel" not in {r.key for r in c.rows}  # no EP on either side
     assert _by(c, "error") == {"speculative-config.method", "kv-cache-dtype"}
     assert _by(c, "warning") == {"env:VLLM_ROCM_USE_AITER_MOE", "swa-bounded-replay", "mm-encoder-tp-mode",
                                  "enable-prefix-caching", "env:VLLM_USE_BREAKABLE_CUDAGRAPH"}
     notes = _by(c, "note")
-    assert {"max-model-len", "max-num-batched-tokens", "compilation-config", "speculative-config.num_speculative_tokens",
+    assert {"max-model-len", "max-num-batched-tokens", "compilation-config",
+            "speculative-config.num_speculative_tokens",
             "tokenizer-mode", "tool-call-parser", "reasoning-parser"} <= notes
     rows = {r.key: r for r in c.rows}
     assert (rows["speculative-config.method"].point, rows["speculative-config.method"].recipe) == ("mtp", "dspark")
@@ -82,7 +84,8 @@ def test_l5_tp4_arm(seed_checks: dict[int, PointCheck]) -> None:
     assert _by(c, "warning") == _by(seed_checks[2], "warning")
     rows = {r.key: r for r in c.rows}
     assert (rows["tensor-parallel-size"].point, rows["tensor-parallel-size"].recipe) == (4, 2)
-    assert (rows["engram-config"].point, rows["engram-config"].recipe) == ({"cpu_offload": False}, {"cpu_offload": True})
+    engram = rows["engram-config"]
+    assert (engram.point, engram.recipe) == ({"cpu_offload": False}, {"cpu_offload": True})
     tp = next(f for f in c.findings if f.evidence.get("key") == "tensor-parallel-size")
     assert "the recipe renders 2 for single_node_tp on mi355x: strategy_overrides.single_node_tp.tp" in tp.message
     assert tp.file == SEED
@@ -119,7 +122,8 @@ def test_l8_real_dsv4_mi355x_agentic_mtp(ix_ws: Path) -> None:
     assert {"model", "tensor-parallel-size", "data-parallel-size", "kv-cache-dtype", "speculative-config.method",
             "env:VLLM_ROCM_USE_AITER"} <= _by(c, "pass")
     assert {"enable-prefix-caching", "disable-hybrid-kv-cache-manager", "block-size",
-            "env:VLLM_ROCM_QUICK_REDUCE_QUANTIZATION", "env:VLLM_ROCM_USE_AITER_FUSION_SHARED_EXPERTS"} <= _by(c, "warning")
+            "env:VLLM_ROCM_QUICK_REDUCE_QUANTIZATION",
+            "env:VLLM_ROCM_USE_AITER_FUSION_SHARED_EXPERTS"} <= _by(c, "warning")
     assert {"speculative-config.num_speculative_tokens", "speculative-config.rejection_sample_method",
             "compilation-config", "max-num-seqs", "gpu-memory-utilization"} <= _by(c, "note")
     rows = {r.key: r for r in c.rows}
@@ -127,7 +131,8 @@ def test_l8_real_dsv4_mi355x_agentic_mtp(ix_ws: Path) -> None:
     assert moe.point == "aiter" and moe.recipe is None
     assert moe.point_at is not None and moe.point_at.line == 424  # the script's --moe-backend line
     assert rows["env:VLLM_ROCM_USE_AITER_MOE"].point_at.line == 405  # type: ignore[union-attr]
-    assert rows["block-size"].recipe_at is not None and rows["block-size"].recipe_at.file.endswith("DeepSeek-V4-Pro.yaml")
+    block = rows["block-size"].recipe_at
+    assert block is not None and block.file.endswith("DeepSeek-V4-Pro.yaml")
 
 
 @needs_ix

@@ -97,7 +97,8 @@ GOLDEN = {
             "muse_glimmer", None, None),
     "G12": ("deepseek-ai/DeepSeek-V4-Pro", "fp8", "single_node_tp", "mi355x", TV,
             "deepseek-ai/DeepSeek-V4-Pro --trust-remote-code --kv-cache-dtype fp8 --block-size 256 "
-            "--tensor-parallel-size 8 --distributed-executor-backend mp --gpu-memory-utilization 0.9 --max-num-seqs 512 "
+            "--tensor-parallel-size 8 --distributed-executor-backend mp --gpu-memory-utilization 0.9 "
+            "--max-num-seqs 512 "
             '--max-num-batched-tokens 8192 --compilation-config {"mode": 3, "cudagraph_mode": "FULL_DECODE_ONLY"} '
             "--tokenizer-mode deepseek_v4 --tool-call-parser deepseek_v4 --enable-auto-tool-choice --reasoning-parser "
             'deepseek_v4 --speculative-config {"method":"mtp","num_speculative_tokens":2}', AITER, None),
