@@ -172,6 +172,31 @@ def derive(model_dir: Path, prefix: str | None, model: str | None, out: Path | N
     return 0
 
 
+def derive_from_recipe(recipe: str, model_dir: Path | None, recipes_repo: Path | None, recipes_commit: str | None,
+                       prefix: str | None, out: Path | None, stdout: bool) -> int:
+    """``infx cards derive --recipe MODEL [MODEL_DIR]``: a card seeded from the upstream recipe."""
+    from infx.preflight.derive import card_yaml, write_card
+    from infx.preflight.recipe_card import RECIPE_CARD_HEAD, card_from_recipe
+    from infx.recipes.commands import RepoOptions, open_repo
+    from infx.workspace import current
+
+    try:
+        repo = open_repo(RepoOptions(recipes_repo=recipes_repo, recipes_commit=recipes_commit))
+        card = card_from_recipe(repo, recipe, prefix=prefix, model_dir=model_dir)
+        head = None if model_dir is not None else RECIPE_CARD_HEAD
+        if stdout:
+            sys.stdout.write(card_yaml(card, head))
+            return 0
+        target = out or current().cards_dir / "models" / f"{card.model_prefix}.yaml"
+        write_card(card, target, head)
+    except InfxError as exc:
+        for d in exc.diagnostics:
+            print(str(d), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"wrote {target}: model card '{card.model_prefix}' for {card.model} (seeded from its upstream recipe)")
+    return 0
+
+
 def preflight(ctx: typer.Context) -> None:
     """Prove every point can run before it costs GPU time: --config-files ... --runner-config R [--config-keys K] \
 [--json] [--verify-images]."""
@@ -184,7 +209,12 @@ cards_app = typer.Typer(help="Model and hardware cards: the memory facts the pre
 
 @cards_app.command("derive")
 def cards_derive(
-    model_dir: Path = typer.Argument(..., help="a local checkpoint directory holding config.json"),
+    model_dir: Path | None = typer.Argument(None, help="a local checkpoint directory holding config.json"),
+    recipe: str | None = typer.Option(None, "--recipe", help="seed the card from this model's upstream vLLM recipe "
+                                         "(with MODEL_DIR: the checkpoint decides, the recipe fills gaps)"),
+    recipes_repo: Path | None = typer.Option(None, "--recipes-repo", help="the recipes checkout (default: [recipes] "
+                                                "path of infx.toml)"),
+    recipes_commit: str | None = typer.Option(None, "--recipes-commit", help="read the checkout at this commit"),
     prefix: str | None = typer.Option(None, "--prefix", help="the card's model-prefix (default: the directory "
                                          "name)"),
     model: str | None = typer.Option(None, "--model", help="the checkpoint's repository id (default: config.json "
@@ -194,7 +224,12 @@ def cards_derive(
     stdout: bool = typer.Option(False, "--stdout", help="print the card instead of writing it"),
 ) -> None:
     """Write a model card from MODEL_DIR's config.json (+ model.safetensors.index.json or the shards' headers for \
-checkpoint bytes)."""
+checkpoint bytes), or seed one from an upstream recipe (--recipe)."""
+    if recipe is not None:
+        raise typer.Exit(derive_from_recipe(recipe, model_dir, recipes_repo, recipes_commit, prefix, out, stdout))
+    if model_dir is None:
+        print("error: give MODEL_DIR or --recipe MODEL", file=sys.stderr)
+        raise typer.Exit(EXIT_BAD_INPUT)
     raise typer.Exit(derive(model_dir, prefix, model, out, stdout))
 
 

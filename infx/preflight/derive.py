@@ -295,19 +295,19 @@ def _estimate_params(cfg: dict[str, Any], layers: int, hidden: int, heads: int, 
     return embed + layers * attn + mlp
 
 
-def card_yaml(card: ModelCard) -> str:
-    """The card as YAML in the built-in cards' key spelling and order."""
+def card_yaml(card: ModelCard, head: str | None = None) -> str:
+    """The card as YAML in the built-in cards' key spelling and order (``head``: the comment on top)."""
     import yaml
 
     data = card.model_dump(mode="json", by_alias=True, exclude_defaults=True)
-    head = ("# Derived by `infx cards derive` from the checkpoint's own files; values marked estimate: true\n"
-            "# were worked out (see their note). Review before trusting a gate verdict on it.\n")
+    head = head or ("# Derived by `infx cards derive` from the checkpoint's own files; values marked estimate: true\n"
+                    "# were worked out (see their note). Review before trusting a gate verdict on it.\n")
     return head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)
 
 
-def write_card(card: ModelCard, out: Path) -> Path:
+def write_card(card: ModelCard, out: Path, head: str | None = None) -> Path:
     from infx import atomic
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(out, card_yaml(card))
+    atomic.write_text(out, card_yaml(card, head))
     return out
