@@ -17,8 +17,9 @@ from infx.diagnostics import Diagnostic, InfxError
 from infx.preflight.cards import ModelCard
 from infx.recipes.source import LoadedRecipe, RecipeRepo
 
-RECIPE_CARD_HEAD = ("# Seeded by `infx cards derive --recipe` from an upstream vLLM recipe, not from checkpoint files:\n"
-                    "# the weight bytes are an estimate. Derive from the checkpoint before trusting a memory verdict.\n")
+RECIPE_CARD_HEAD = (
+    "# Seeded by `infx cards derive --recipe` from an upstream vLLM recipe, not from checkpoint files:\n"
+    "# the weight bytes are an estimate. Derive from the checkpoint before trusting a memory verdict.\n")
 
 #: recipe precision -> the card's weight dtype and bytes per parameter (packed formats carry scales)
 _PRECISION = {"bf16": ("bf16", 2.0), "fp16": ("fp16", 2.0), "fp32": ("fp32", 4.0), "fp8": ("fp8", 1.03),
