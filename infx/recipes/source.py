@@ -153,7 +153,8 @@ def _parse(tree: RecipeTree, rel: str, model: type[M]) -> tuple[YamlSource, M]:
     try:
         return src, model.model_validate(_drop_nulls(src.data))
     except ValidationError as exc:
-        raise InfxError(src.diags_from_validation(exc)) from None
+        # one line per bad file: the first problem (a value in several wrong shapes is one error per shape)
+        raise InfxError(src.diags_from_validation(exc)[:1]) from None
 
 
 def _drop_nulls(v: Any) -> Any:
