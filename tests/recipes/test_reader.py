@@ -159,3 +159,19 @@ def test_recipe_that_is_not_yaml_is_one_line_exit_2(tmp_path: Path) -> None:
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"{f}:") and "error" in lines[0]
+
+
+def test_r3_js_yaml_rejects_the_same_duplicate(tmp_path: Path) -> None:
+    """Upstream's loader (js-yaml, run under node) refuses the file infx refuses."""
+    from tests.recipes.helpers import run_oracle
+
+    root = _copy(tmp_path)
+    f = root / "models" / "openai" / "gpt-oss-120b.yaml"
+    lines = f.read_text().splitlines()
+    i = next(n for n, line in enumerate(lines) if line.startswith("  model_id:"))
+    lines.insert(i + 1, '  model_id: "openai/other"')
+    f.write_text("\n".join(lines) + "\n")
+    out, _ = run_oracle(root, [{"recipe": "models/openai/gpt-oss-120b.yaml", "variant": "default",
+                                "strategy": "single_node_tp", "hardware": "h200", "features": [], "modes": {}}])
+    assert "duplicated mapping key" in out[0].get("error", ""), out
+    assert f"({i + 2}:" in out[0]["error"]  # js-yaml names the same line
