@@ -347,6 +347,9 @@ def check_selection(repo: RecipeRepo, lr: LoadedRecipe, sel: RecipeSelection,
                 raise _fail(lr, ("features", f, "strategies"),
                             f"feature '{f}' is not offered with {sel.strategy} (strategies: "
                             f"{', '.join(feat.strategies)})")
+            if feat.modes and not any(mode_allowed(m, sel.variant, sel.hardware, hw) for m in feat.modes.values()):
+                raise _fail(lr, ("features", f, "modes"),
+                            f"feature '{f}' has no mode for variant '{sel.variant}' on {sel.hardware}")
     for f, m in sel.modes.items():
         mf = recipe.features.get(f)
         if mf is None or not mf.modes:

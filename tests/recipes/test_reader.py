@@ -133,6 +133,8 @@ def test_workspace_recipes_section_and_render_command(tmp_path: Path) -> None:
      "feature 'encoder_parallel' is not offered with single_node_tp"),
     (["--features", "spec_decoding", "--mode", "spec_decoding:dspark", "--variant", "fp8"],
      "features.spec_decoding.modes.dspark", "mode 'dspark' of feature 'spec_decoding' is excluded for variant 'fp8'"),
+    (["--features", "spec_decoding", "--variant", "fp8", "--hardware", "rtx_pro_6000_8x"],
+     "features.spec_decoding.modes", "feature 'spec_decoding' has no mode for variant 'fp8' on rtx_pro_6000_8x"),
 ])
 def test_bad_selection_is_one_line_exit_2(tmp_path: Path, args: list[str], where: str, message: str) -> None:
     root = _copy(tmp_path)
