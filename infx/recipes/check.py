@@ -604,28 +604,23 @@ class CheckRequest(BaseModel):
     table: Path | None = None
 
 
-def catalog_checks(req: CheckRequest, workspace: Any = None) -> list[PointCheck]:
-    """Check every single-node vLLM point of the selected catalog entries."""
+def point_launches(points: Sequence[tuple[str, Any]], workspace: Any) -> dict[str, tuple[PointFacts,
+                                                                                  PointLaunchArgs | str]]:
+    """For each ``(config key, Point)``: its facts and what it launches (a typed infx recipe rendered by
+    ``engines.render``, else its InferenceX bench script rendered in the sandbox; all scripts are
+    rendered together first), or why nothing can be compared. Keyed by point id."""
     from infx.engines.hardware import UnknownHardware, hardware_for_runner
     from infx.engines.recipes import workspace_recipes
     from infx.engines.render import render_launch
     from infx.engines.scripts.locate import workflow_env
     from infx.engines.scripts.source import server_env
-    from infx.matrix.select import keyed_points
-    from infx.workspace import current
 
-    ws = workspace or current()
-    config_files = req.config_files or ws.require_config_files()
-    keyed = keyed_points(config_files, req.runner_config or ws.runner_config, req.config_keys)
-    keyed = [(k, p) for k, p in keyed if p.framework == "vllm" and not p.multinode and not p.disagg]
-    repo = RecipeRepo(req.recipes_repo, req.recipes_commit)
-    table = arg_table(req.table if req.table is not None else ws.root / "recipe-args.yaml")
-    index = VariantIndex(repo)
+    ws = workspace
     recipes = workspace_recipes(None, ws)
     scripts = recipes.scripts
     typed: set[str] = set()
     hw_of: dict[str, str] = {}
-    for _, p in keyed:
+    for _, p in points:
         try:
             hw_of[p.point_id] = hardware_for_runner(p.runner).sku
         except UnknownHardware:
@@ -633,7 +628,7 @@ def catalog_checks(req: CheckRequest, workspace: Any = None) -> list[PointCheck]
         if recipes.candidates(p, hw_of[p.point_id]):
             typed.add(p.point_id)
     if scripts is not None:
-        scripts.prefetch([p for _, p in keyed if p.point_id not in typed])
+        scripts.prefetch([p for _, p in points if p.point_id not in typed])
     texts: dict[str, str | None] = {}
 
     def text_of(path: Path) -> str | None:
@@ -644,34 +639,53 @@ def catalog_checks(req: CheckRequest, workspace: Any = None) -> list[PointCheck]
                 texts[str(path)] = None
         return texts[str(path)]
 
-    out: list[PointCheck] = []
-    for key, p in keyed:
+    out: dict[str, tuple[PointFacts, PointLaunchArgs | str]] = {}
+    for key, p in points:
         facts = PointFacts(config_key=key, point_id=p.point_id, model=p.model, precision=p.precision,
                            hardware=hw_of[p.point_id], spec_decoding=p.spec_decoding, tp=p.tp, ep=p.ep,
                            dp_attn=p.dp_attn, conc=p.concs[0])
         try:
             if p.point_id in typed:
                 launch = render_launch(p, recipes, runtime="local")
-                rel = str(Path(launch.recipe_file).relative_to(ws.root)) if launch.recipe_file and \
-                    Path(launch.recipe_file).is_relative_to(ws.root) else (launch.recipe_file or launch.recipe)
-                pl = PointLaunchArgs(argv=launch.argv, env=launch.env, source=rel, kind="typed",
-                                     text=text_of(Path(launch.recipe_file)) if launch.recipe_file else None)
-            else:
-                lookup = scripts.lookup(p) if scripts is not None else None
-                if lookup is None or lookup.path is None:
-                    out.append(PointCheck(point=facts, matched=False, reason="no infx recipe and no bench script "
-                                          "renders this point"))
-                    continue
-                sr = scripts.render(p, lookup, p.concs[0])
-                if sr.error or sr.server is None:
-                    out.append(PointCheck(point=facts, matched=False, launch_source=lookup.path,
-                                          reason=f"bench script failed: {sr.error or 'no server launched'}"))
-                    continue
-                env = server_env(sr, workflow_env(p, p.concs[0], lookup.path))
-                pl = PointLaunchArgs(argv=[sr.server.name, *sr.server.argv], env=env, source=lookup.path,
-                                     kind="script", text=text_of(ws.root / lookup.path))
+                file = Path(launch.recipe_file) if launch.recipe_file else None
+                rel = (str(file.relative_to(ws.root)) if file is not None and file.is_relative_to(ws.root)
+                       else (launch.recipe_file or launch.recipe))
+                out[p.point_id] = (facts, PointLaunchArgs(argv=launch.argv, env=launch.env, source=rel, kind="typed",
+                                                          text=text_of(file) if file is not None else None))
+                continue
+            lookup = scripts.lookup(p) if scripts is not None else None
+            if lookup is None or lookup.path is None:
+                out[p.point_id] = (facts, "no infx recipe and no bench script renders this point")
+                continue
+            sr = scripts.render(p, lookup, p.concs[0])
+            if sr.error or sr.server is None:
+                out[p.point_id] = (facts, f"bench script {lookup.path} failed: {sr.error or 'no server launched'}")
+                continue
+            env = server_env(sr, workflow_env(p, p.concs[0], lookup.path))
+            out[p.point_id] = (facts, PointLaunchArgs(argv=[sr.server.name, *sr.server.argv], env=env,
+                                                      source=lookup.path, kind="script",
+                                                      text=text_of(ws.root / lookup.path)))
         except InfxError as exc:
-            out.append(PointCheck(point=facts, matched=False, reason=str(exc.diagnostics[0])))
-            continue
-        out.append(check_point(repo, index, facts, pl, table))
+            out[p.point_id] = (facts, str(exc.diagnostics[0]))
+    return out
+
+
+def catalog_checks(req: CheckRequest, workspace: Any = None) -> list[PointCheck]:
+    """Check every single-node vLLM point of the selected catalog entries."""
+    from infx.matrix.select import keyed_points
+    from infx.workspace import current
+
+    ws = workspace or current()
+    config_files = req.config_files or ws.require_config_files()
+    keyed = keyed_points(config_files, req.runner_config or ws.runner_config, req.config_keys)
+    keyed = [(k, p) for k, p in keyed if p.framework == "vllm" and not p.multinode and not p.disagg]
+    repo = RecipeRepo(req.recipes_repo, req.recipes_commit)
+    table = arg_table(req.table if req.table is not None else ws.root / "recipe-args.yaml")
+    index = VariantIndex(repo)
+    out: list[PointCheck] = []
+    for facts, launch in point_launches(keyed, ws).values():
+        if isinstance(launch, str):
+            out.append(PointCheck(point=facts, matched=False, reason=launch))
+        else:
+            out.append(check_point(repo, index, facts, launch, table))
     return out
