@@ -223,3 +223,24 @@ def _launch_argv(c: PointCheck) -> list[str]:
 
 def _launch_env(c: PointCheck) -> dict[str, str]:
     return {r.key[4:]: r.point for r in c.rows if r.kind == "env" and r.point_has}
+
+
+def test_a_workspace_table_extends_the_classification(seed_checks: dict[int, PointCheck], tmp_path: Path) -> None:
+    """The table is data: a workspace recipe-args.yaml entry turns an unclassified warning into a note,
+    and a bad entry is one error at its line."""
+    from infx.diagnostics import InfxError
+    from infx.recipes.check import arg_table, compare
+
+    c = seed_checks[2]
+    assert c.rendering is not None
+    extra = tmp_path / "recipe-args.yaml"
+    extra.write_text("flags:\n  - class: harness\n    keys: [enable-prefix-caching]\n"
+                     "    source: \"(workspace policy) prefix caching is a per-lane choice\"\n")
+    launch = PointLaunchArgs(argv=_launch_argv(c), env=_launch_env(c), source="x", kind="typed")
+    rows = {r.key: r for r in compare(launch, c.point.model, c.rendering, arg_table(extra))}
+    assert rows["enable-prefix-caching"].verdict == "note" and "workspace policy" in rows["enable-prefix-caching"].source
+    assert rows["kv-cache-dtype"].verdict == "error"  # built-in entries still apply
+    extra.write_text("flags:\n  - class: maybe\n    keys: [x]\n    source: s\n")
+    with pytest.raises(InfxError) as exc:
+        arg_table(extra)
+    assert exc.value.diagnostics[0].line == 2
