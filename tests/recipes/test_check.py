@@ -238,7 +238,8 @@ def test_a_workspace_table_extends_the_classification(seed_checks: dict[int, Poi
                      "    source: \"(workspace policy) prefix caching is a per-lane choice\"\n")
     launch = PointLaunchArgs(argv=_launch_argv(c), env=_launch_env(c), source="x", kind="typed")
     rows = {r.key: r for r in compare(launch, c.point.model, c.rendering, arg_table(extra))}
-    assert rows["enable-prefix-caching"].verdict == "note" and "workspace policy" in rows["enable-prefix-caching"].source
+    epc = rows["enable-prefix-caching"]
+    assert epc.verdict == "note" and "workspace policy" in epc.source
     assert rows["kv-cache-dtype"].verdict == "error"  # built-in entries still apply
     extra.write_text("flags:\n  - class: maybe\n    keys: [x]\n    source: s\n")
     with pytest.raises(InfxError) as exc:
