@@ -25,6 +25,7 @@ from infx.cli import _register_all, app
 _register_all()
 KEY = "tinyllama-bf16-cpu-vllm"
 BOMB = "".join(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}" if i else "x"] * 10) + "]\n" for i in range(9))
+CYCLE = "a: &x [*x]\n"  # an alias inside the node it names
 TEMP_MARKERS = (".tmp", ".infx-probe.", ".import-", ".old-")
 #: A command's own summary lines around the one error (counts, what was done): not further errors.
 SUMMARIES = ("error(s)", "error: nothing imported:", "ingested:")
@@ -183,6 +184,17 @@ CASES = [
     Case("yaml-alias-bomb-card", _write(CARD, BOMB), ["preflight"], "tinyllama.yaml:5:"),
     Case("yaml-alias-bomb-changelog", _write("perf-changelog.yaml", BOMB), ["changelog", "resolve"],
          "perf-changelog.yaml:5:"),
+    Case("yaml-alias-cycle-catalog", _write(CATALOG, CYCLE), ["validate"], "cpu-master.yaml:1:8"),
+    Case("yaml-alias-cycle-runners", _write("configs/runners.yaml", CYCLE), ["validate"], "runners.yaml:1:8"),
+    Case("yaml-alias-cycle-recipe", _append(RECIPE, "x-cycle: &y {a: *y}\n"), ["plan", "--config-keys", KEY],
+         "tinyllama-cpu-vllm.yaml:"),
+    Case("yaml-alias-cycle-card", _write(CARD, CYCLE), ["preflight"], "tinyllama.yaml:1:8"),
+    Case("yaml-alias-cycle-changelog", _write("perf-changelog.yaml", CYCLE), ["changelog", "resolve"],
+         "perf-changelog.yaml:1:8"),
+    Case("yaml-alias-cycle-cost-model", _write("cost-model.yaml", CYCLE), ["cost", "export", "results"],
+         "cost-model.yaml:1:8"),
+    Case("toml-5000-digit-int", _append("infx.toml", "\n[x]\nn = " + "9" * 5000 + "\n"), ["validate"], "infx.toml:15"),
+    Case("toml-int-past-64-bits", _append("infx.toml", "\n[x]\nn = " + "9" * 30 + "\n"), ["validate"], "infx.toml:15"),
     Case("yaml-too-deep", _write(CATALOG, "a: " + "[" * 200 + "]" * 200 + "\n"), ["validate"], "cpu-master.yaml:1:"),
     Case("yaml-tag-on-list", _edit(CATALOG, "conc-list: [1", "conc-list: !big [1"), ["validate"],
          "cpu-master.yaml:17:"),
