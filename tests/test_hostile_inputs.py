@@ -270,6 +270,11 @@ CASES = [
     # the rest: absurd options, URLs, exit codes
     Case("bench-absurd-concurrency", lambda ws: None, [*BENCH[:6], "999999999999", "--num-prompts", "1"],
          "--concurrency"),
+    Case("bench-negative-seed", lambda ws: None, [*BENCH, "--seed", "-1"], "--seed"),
+    Case("bench-rate-so-small-the-schedule-overflows", lambda ws: None,
+         [*BENCH[:5], "--request-rate", "1e-320", "--num-prompts", "3"], "--request-rate"),
+    Case("bench-schedule-longer-than-years", lambda ws: None,
+         [*BENCH[:5], "--request-rate", "1e-5", "--num-prompts", "100000"], "take longer than"),
     Case("bench-url-bad-port", lambda ws: None, ["bench", "--base-url", "http://127.0.0.1:abc", "--model", "m",
                                                  "--concurrency", "1"], "--base-url"),
     Case("bench-url-control-char", lambda ws: None, ["bench", "--base-url", "http://127.0.0.1:80/\x01", "--model", "m",
