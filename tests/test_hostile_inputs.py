@@ -218,6 +218,7 @@ CASES = [
     Case("card-inf", _edit(CARD, "parameters: 1705216", "parameters: .inf"), ["preflight"], "tinyllama.yaml:12:"),
     Case("card-bytes-1e999", _edit(CARD, "parameters: 1705216\n  bytes-per-param:\n    bf16: 2", "bytes: 1e999 GB"),
          ["preflight"], "tinyllama.yaml:"),
+    Case("card-bytes-per-param-1e308", _edit(CARD, "bf16: 2", "bf16: 1e308"), ["preflight"], "tinyllama.yaml:14:"),
     Case("multinode-unknown-kv-transfer", _multinode_kv, ["validate"], "mn-master.yaml:10:"),
     Case("multinode-decode-tp-0", lambda ws: _multinode_kv(ws, "nixl", 0), ["validate"], "mn-master.yaml:17:"),
     # one bounded JSON/JSONL reader, gzip
