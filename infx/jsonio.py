@@ -16,12 +16,12 @@ import gzip
 import io
 import json
 import math
-import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from infx.bounds import MAX_INT_DIGITS, line_of_long_digits
 from infx.diagnostics import Diagnostic, InfxError
 
 if TYPE_CHECKING:
@@ -35,11 +35,8 @@ MAX_BYTES = 512 * 2**20
 MAX_LINE = 64 * 2**20
 #: Deepest nesting of arrays and objects (the data infx writes nests a few levels).
 MAX_DEPTH = 100
-#: Most digits in a JSON integer (64-bit integers have 19 or 20).
-MAX_INT_DIGITS = 40
 
 _GZIP_ERRORS = (OSError, EOFError, zlib.error)
-_LONG_INT = re.compile(rb"[0-9]{%d,}" % (MAX_INT_DIGITS + 1))
 
 
 class _Refused(ValueError):
@@ -103,8 +100,7 @@ def loads(text: str | bytes, file: str, line: int | None = None, *, max_depth: i
     except _Refused as exc:
         at = line
         if at is None:  # name the line of the first over-long integer, when that is what it is
-            m = _LONG_INT.search(text.encode("utf-8", "replace"))
-            at = text.count("\n", 0, m.start()) + 1 if m else None
+            at = line_of_long_digits(text)
         raise InfxError(Diagnostic(f"invalid JSON: {exc}", file, at)) from None
     except RecursionError:
         raise InfxError(Diagnostic(f"JSON nests deeper than {max_depth} levels", file, line)) from None

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from infx import atomic
 
@@ -73,6 +73,10 @@ class RequestSpec(_Model):
     intended_send_ns: int | None = None
 
 
+#: Most tokens one response may carry (no model's context comes near it).
+MAX_RESPONSE_TOKENS = 2**24
+
+
 class RequestRecord(_Model):
     """One raw per-request record. All ``*_ns`` are ``time.monotonic_ns()``."""
 
@@ -114,6 +118,19 @@ class RequestRecord(_Model):
     http_status: int | None = None
     error_class: ErrorClass | None = None
     error_message: str | None = None
+
+    @model_validator(mode="after")
+    def _chunks_bounded(self) -> RequestRecord:
+        """Read records are bounded before anything allocates by them (the metrics expand each chunk into its
+        tokens): one time per chunk, each chunk at least one token, a response at most MAX_RESPONSE_TOKENS."""
+        if len(self.chunk_ns) != len(self.chunk_tokens):
+            raise ValueError(f"chunk_ns has {len(self.chunk_ns)} entries but chunk_tokens {len(self.chunk_tokens)}")
+        if any(k < 1 for k in self.chunk_tokens):
+            raise ValueError("chunk_tokens: every chunk carries at least one token")
+        if sum(self.chunk_tokens) > MAX_RESPONSE_TOKENS:
+            raise ValueError(f"chunk_tokens: {sum(self.chunk_tokens):,} tokens in one response (at most "
+                             f"{MAX_RESPONSE_TOKENS:,})")
+        return self
 
     @property
     def ok(self) -> bool:

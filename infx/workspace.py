@@ -24,6 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from infx.bounds import MAX_INT_DIGITS, int_in_range, line_of_long_digits
 from infx.diagnostics import Diagnostic, InfxError
 
 MARKER = "infx.toml"
@@ -224,6 +225,13 @@ def load_workspace_file(path: Path) -> WorkspaceFile:
         raise InfxError(Diagnostic(f"not valid TOML: {exc.args[0] if exc.args else exc}", str(path), line, 1)) from None
     except RecursionError:
         raise InfxError(Diagnostic("not valid TOML: nested too deeply", str(path))) from None
+    except ValueError:  # Python's own digit limit on an integer's conversion
+        raise InfxError(Diagnostic(f"an integer is written with more than {MAX_INT_DIGITS} digits",
+                                   str(path), line_of_long_digits(text) or 1, 1)) from None
+    bad = _out_of_range(data)
+    if bad is not None:
+        raise InfxError(Diagnostic(f"integer {str(bad[1])[:20]}... is out of range (beyond 64 bits)", str(path),
+                                   _line_of(text, bad[0]), 1, path=(bad[0],)))
     try:
         return WorkspaceFile.model_validate(data)
     except ValidationError as exc:
@@ -232,6 +240,21 @@ def load_workspace_file(path: Path) -> WorkspaceFile:
             loc = tuple(str(p) for p in e["loc"])
             diags.append(Diagnostic(e["msg"], str(path), _line_of(text, loc[-1] if loc else ""), 1, path=loc))
         raise InfxError(diags) from None
+
+
+def _out_of_range(data: object, key: str = "") -> tuple[str, int] | None:
+    """The first (key, integer) past 64 bits anywhere in parsed TOML, or None (no recursion: the
+    parser accepts nesting deeper than Python's stack)."""
+    stack: list[tuple[str, object]] = [(key, data)]
+    while stack:
+        k, node = stack.pop()
+        if isinstance(node, int) and not isinstance(node, bool) and not int_in_range(node):
+            return k, node
+        if isinstance(node, dict):
+            stack.extend((str(kk), v) for kk, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((k, v) for v in node)
+    return None
 
 
 def _line_of(text: str, key: str) -> int:

@@ -34,6 +34,7 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
+from infx.bounds import int_in_range
 from infx.diagnostics import Diagnostic, InfxError, PathElem, Severity
 
 if TYPE_CHECKING:  # pydantic is only needed by callers that validate
@@ -253,8 +254,9 @@ MAX_ALIAS_NODES = 100_000
 
 
 def _check_bounds(text: str | bytes, file: str) -> None:
-    """Reject a document nesting deeper than :data:`MAX_DEPTH` or expanding aliases past
-    :data:`MAX_ALIAS_NODES`, naming the line of the offending collection or alias.
+    """Reject a document nesting deeper than :data:`MAX_DEPTH`, expanding aliases past
+    :data:`MAX_ALIAS_NODES`, or holding an alias inside the node it names (a cycle, which every
+    reader would walk forever), naming the line of the offending collection or alias.
 
     One linear pass over libyaml's events: each anchored node's expanded size is recorded when
     it ends, and every alias adds that size to the running total and to its enclosing nodes.
@@ -285,6 +287,10 @@ def _check_bounds(text: str | bytes, file: str) -> None:
             elif isinstance(ev, (ScalarEvent, AliasEvent)):
                 size = 1
                 if isinstance(ev, AliasEvent):
+                    if any(open_anchor == ev.anchor for open_anchor, _ in stack):
+                        raise InfxError(Diagnostic(
+                            f"YAML alias '*{ev.anchor}' refers to a node that contains it (a cycle)",
+                            file, *_line_col(ev.start_mark)))
                     size = sizes.get(ev.anchor, 1) if ev.anchor is not None else 1
                     expanded += size
                     if expanded > MAX_ALIAS_NODES:
@@ -378,15 +384,12 @@ def _scalar(node: yaml.Node, loader: Any, file: str = "", path: KeyPath = ()) ->
     return value
 
 
-#: Integers beyond SQLite's (and every engine's) 64-bit range mean nothing in any input; they also
-#: turn later arithmetic (``range(num_worker)``, products of sizes) into hangs and overflows.
-MAX_INT = 2**63 - 1
 
 
 def _number_problem(value: Any) -> str | None:
     """Why a YAML number is refused in every input (not finite, or an integer past 64 bits), or None."""
     if type(value) is int:
-        if not -MAX_INT <= value <= MAX_INT:
+        if not int_in_range(value):
             return f"integer {str(value)[:20]}... is out of range (beyond 64 bits)"
     elif type(value) is float and not math.isfinite(value):
         return f"number {value} is not finite (inf and NaN are not accepted)"

@@ -25,6 +25,7 @@ from infx.cli import _register_all, app
 _register_all()
 KEY = "tinyllama-bf16-cpu-vllm"
 BOMB = "".join(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}" if i else "x"] * 10) + "]\n" for i in range(9))
+CYCLE = "a: &x [*x]\n"  # an alias inside the node it names
 TEMP_MARKERS = (".tmp", ".infx-probe.", ".import-", ".old-")
 #: A command's own summary lines around the one error (counts, what was done): not further errors.
 SUMMARIES = ("error(s)", "error: nothing imported:", "ingested:")
@@ -183,6 +184,17 @@ CASES = [
     Case("yaml-alias-bomb-card", _write(CARD, BOMB), ["preflight"], "tinyllama.yaml:5:"),
     Case("yaml-alias-bomb-changelog", _write("perf-changelog.yaml", BOMB), ["changelog", "resolve"],
          "perf-changelog.yaml:5:"),
+    Case("yaml-alias-cycle-catalog", _write(CATALOG, CYCLE), ["validate"], "cpu-master.yaml:1:8"),
+    Case("yaml-alias-cycle-runners", _write("configs/runners.yaml", CYCLE), ["validate"], "runners.yaml:1:8"),
+    Case("yaml-alias-cycle-recipe", _append(RECIPE, "x-cycle: &y {a: *y}\n"), ["plan", "--config-keys", KEY],
+         "tinyllama-cpu-vllm.yaml:"),
+    Case("yaml-alias-cycle-card", _write(CARD, CYCLE), ["preflight"], "tinyllama.yaml:1:8"),
+    Case("yaml-alias-cycle-changelog", _write("perf-changelog.yaml", CYCLE), ["changelog", "resolve"],
+         "perf-changelog.yaml:1:8"),
+    Case("yaml-alias-cycle-cost-model", _write("cost-model.yaml", CYCLE), ["cost", "export", "results"],
+         "cost-model.yaml:1:8"),
+    Case("toml-5000-digit-int", _append("infx.toml", "\n[x]\nn = " + "9" * 5000 + "\n"), ["validate"], "infx.toml:15"),
+    Case("toml-int-past-64-bits", _append("infx.toml", "\n[x]\nn = " + "9" * 30 + "\n"), ["validate"], "infx.toml:15"),
     Case("yaml-too-deep", _write(CATALOG, "a: " + "[" * 200 + "]" * 200 + "\n"), ["validate"], "cpu-master.yaml:1:"),
     Case("yaml-tag-on-list", _edit(CATALOG, "conc-list: [1", "conc-list: !big [1"), ["validate"],
          "cpu-master.yaml:17:"),
@@ -206,6 +218,7 @@ CASES = [
     Case("card-inf", _edit(CARD, "parameters: 1705216", "parameters: .inf"), ["preflight"], "tinyllama.yaml:12:"),
     Case("card-bytes-1e999", _edit(CARD, "parameters: 1705216\n  bytes-per-param:\n    bf16: 2", "bytes: 1e999 GB"),
          ["preflight"], "tinyllama.yaml:"),
+    Case("card-bytes-per-param-1e308", _edit(CARD, "bf16: 2", "bf16: 1e308"), ["preflight"], "tinyllama.yaml:14:"),
     Case("multinode-unknown-kv-transfer", _multinode_kv, ["validate"], "mn-master.yaml:10:"),
     Case("multinode-decode-tp-0", lambda ws: _multinode_kv(ws, "nixl", 0), ["validate"], "mn-master.yaml:17:"),
     # one bounded JSON/JSONL reader, gzip
@@ -258,6 +271,11 @@ CASES = [
     # the rest: absurd options, URLs, exit codes
     Case("bench-absurd-concurrency", lambda ws: None, [*BENCH[:6], "999999999999", "--num-prompts", "1"],
          "--concurrency"),
+    Case("bench-negative-seed", lambda ws: None, [*BENCH, "--seed", "-1"], "--seed"),
+    Case("bench-rate-so-small-the-schedule-overflows", lambda ws: None,
+         [*BENCH[:5], "--request-rate", "1e-320", "--num-prompts", "3"], "--request-rate"),
+    Case("bench-schedule-longer-than-years", lambda ws: None,
+         [*BENCH[:5], "--request-rate", "1e-5", "--num-prompts", "100000"], "take longer than"),
     Case("bench-url-bad-port", lambda ws: None, ["bench", "--base-url", "http://127.0.0.1:abc", "--model", "m",
                                                  "--concurrency", "1"], "--base-url"),
     Case("bench-url-control-char", lambda ws: None, ["bench", "--base-url", "http://127.0.0.1:80/\x01", "--model", "m",

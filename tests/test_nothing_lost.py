@@ -46,7 +46,7 @@ def test_a_write_that_dies_half_way_keeps_the_previous_file(tmp_path: Path, monk
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(os, "fsync", dying_fsync)
-    with pytest.raises(OSError):
+    with pytest.raises(atomic.WriteFault, match="Input/output error"):  # one line naming the file, exit 2
         atomic.write_text(f, '{"v": 2, "and": "much more"}\n')
     assert f.read_text() == '{"v": 1}\n'
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temp file left behind

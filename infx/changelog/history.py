@@ -18,6 +18,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
+from infx.bounds import NUMBER_ID
 from infx.changelog.models import (
     DEFAULT_REPO_SLUG,
     PLACEHOLDER_LINK,
@@ -29,7 +30,7 @@ from infx.changelog.models import (
 from infx.changelog.parse import ends_with_blank_line, entry_start_lines
 from infx.diagnostics import Diagnostic, InfxError
 
-_ANY_PR_NUMBER = re.compile(r"/pull/([0-9]+)")
+_ANY_PR_NUMBER = re.compile(r"/pull/(" + NUMBER_ID + r")(?![0-9])")
 
 
 class PullRequestContext(BaseModel):
@@ -53,7 +54,7 @@ class PullRequestContext(BaseModel):
         if number is None and env.get("GITHUB_EVENT_NAME", "").startswith("pull_request"):
             number = _event_pr_number(env.get("GITHUB_EVENT_PATH"))
             if number is None:
-                m = re.fullmatch(r"refs/pull/([0-9]+)/(merge|head)", env.get("GITHUB_REF", ""))
+                m = re.fullmatch(r"refs/pull/(" + NUMBER_ID + ")/(merge|head)", env.get("GITHUB_REF", ""))
                 number = int(m.group(1)) if m else None
         slug = repo_slug or env.get("INFX_CHANGELOG_REPO") or DEFAULT_REPO_SLUG
         return cls(number=number, repo_slug=slug)

@@ -20,12 +20,15 @@ from pydantic import (
     model_validator,
 )
 
+from infx.bounds import NUMBER_ID
+
 ScenarioType = Literal["fixed-seq-len", "agentic-coding"]
 
 #: ``XXX`` is the placeholder a pull request may use until it knows its own number.
 PLACEHOLDER_LINK = "XXX"
 DEFAULT_REPO_SLUG = "SemiAnalysisAI/InferenceX"
-_PR_LINK = re.compile(r"https://github\.com/(?P<slug>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/pull/(?P<number>[1-9][0-9]*)")
+_PR_LINK = re.compile(r"https://github\.com/(?P<slug>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/pull/"
+                      f"(?P<number>{NUMBER_ID})")
 
 
 def pr_link_number(link: str, repo_slug: str = DEFAULT_REPO_SLUG) -> int | None:

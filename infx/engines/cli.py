@@ -65,12 +65,16 @@ def down_cmd(
     grace: float = typer.Option(15.0, "--grace", help="Seconds between SIGTERM and SIGKILL."),
     state_dir: Path | None = typer.Option(None, "--state-dir", hidden=True),
 ) -> None:
-    """Stop the engine started by `infx engine up` (its whole process group)."""
-    from infx.engines import embedded
+    """Stop the engine started by `infx engine up` (its whole process group), and any engine a killed infx
+    process of this workspace left running."""
+    from infx.engines import embedded, reaper
 
+    orphans = reaper.reap_orphans(grace=grace)
+    reaper.announce(orphans)
     state = embedded.down(grace=grace, sdir=state_dir)
     if state is None:
-        typer.echo("no engine running", err=True)
+        if not orphans:
+            typer.echo("no engine running", err=True)
     else:
         typer.echo(f"stopped engine pid={state.pid} at {state.base_url}", err=True)
 

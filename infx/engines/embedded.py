@@ -20,7 +20,8 @@ from pydantic import BaseModel, Field
 from infx import atomic
 from infx.engines.launch import Launch, fingerprint
 from infx.engines.ports import PortRetry
-from infx.engines.server import EngineFailure, EngineProcess, RetryingEngine, kill_group
+from infx.engines.procgroup import kill_group
+from infx.engines.server import EngineFailure, EngineProcess, RetryingEngine
 from infx.engines.tiny_model import SERVED_NAME, default_model_dir, ensure_tiny_model
 from infx.workspace import current as current_workspace
 
@@ -107,7 +108,8 @@ def start_embedded(
 
     mdir = ensure_tiny_model(model_dir or default_model_dir())
     log = Path(log_path) if log_path else state_dir(sdir) / "engine.log"
-    engine = RetryingEngine(lambda p: embedded_launch(mdir, p), log, port=port)
+    # `infx engine up`'s engine outlives the command (stopped by `infx engine down`): not bound to this process
+    engine = RetryingEngine(lambda p: embedded_launch(mdir, p), log, port=port, bound=False)
     engine.start()
     proc = engine.proc
     try:

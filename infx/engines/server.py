@@ -16,10 +16,8 @@ dies is reported at once with its classified failure and log tail, not after the
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -28,10 +26,12 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+from infx.engines import reaper
 from infx.engines.launch import Launch
 from infx.engines.logfile import log_excerpt
 from infx.engines.logparse import FailureKind, StartupFacts, classify_failure, parse_startup_log, tail
 from infx.engines.ports import PortClaims, PortRetry, kernel_port
+from infx.engines.procgroup import kill_group, stop_group
 from infx.failures import Failure
 
 
@@ -91,58 +91,6 @@ def http_ok(url: str, timeout: float = 2.0) -> bool:
     return 200 <= status < 300
 
 
-def kill_group(pgid: int, grace: float = 15.0) -> None:
-    """SIGTERM the process group, wait up to ``grace`` seconds, then SIGKILL what is left."""
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if not _group_alive(pgid):
-            return
-        time.sleep(0.2)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-
-
-def stop_group(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
-    """Stop ``proc``'s process group (:func:`kill_group`) and reap ``proc``."""
-    kill_group(proc.pid, grace=grace)
-    with contextlib.suppress(subprocess.TimeoutExpired):  # pragma: no cover - SIGKILL already sent
-        proc.wait(timeout=grace)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # Zombies still count for killpg(0); reap our own children if any.
-    try:
-        while True:
-            pid, _ = os.waitpid(-pgid, os.WNOHANG)
-            if pid == 0:
-                break
-    except ChildProcessError:
-        pass
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
-
-
 class EngineProcess:
     """One engine, started from a :class:`Launch` with the local runtime."""
 
@@ -152,15 +100,20 @@ class EngineProcess:
         self.log_path: Path | None = None
         self.log_offset = 0  # where this launch's lines start in the log
         self.started_at: float | None = None
+        self.record: Path | None = None  # this process in the workspace's engine records (reaper)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self, launch: Launch, log_path: str | Path, *, cwd: str | Path | None = None,
-              append: bool = False, check_port: bool = True) -> None:
+              append: bool = False, check_port: bool = True, bound: bool = True) -> None:
         """Launch the engine; a busy port is reported before anything is started (``check_port``; a
         port picked just now is not checked again: the engine's own bind is the check, and a lost port is
-        relaunched, see :class:`RetryingEngine`). ``append``: keep what the log holds (an earlier launch)."""
+        relaunched, see :class:`RetryingEngine`). ``append``: keep what the log holds (an earlier launch).
+        ``bound``: the engine dies with this process and is recorded for :func:`infx.engines.reaper.reap_orphans`
+        (off only for ``infx engine up``, whose engine outlives the command)."""
         if launch.runtime != "local":
             raise ValueError(f"EngineProcess runs local launches only, not runtime {launch.runtime!r}")
+        if bound:
+            reaper.announce(reaper.reap_orphans())
         if check_port and not port_is_free(launch.port, launch.host):
             raise EngineFailure(
                 FailureKind.PORT_IN_USE,
@@ -186,7 +139,10 @@ class EngineProcess:
                 env=env,
                 cwd=str(cwd) if cwd else None,
                 process_group=0,  # own group for kill_group; same session (autogroup): see module doc
+                preexec_fn=reaper.parent_death_signal() if bound else None,
             )
+        if bound:
+            self.record = reaper.track(self.proc.pid, launch.port, f"{launch.engine} engine")
         self.started_at = time.monotonic()
 
     @property
@@ -242,6 +198,8 @@ class EngineProcess:
         """Stop the whole process group (SIGTERM, then SIGKILL after ``grace`` s)."""
         if self.proc is not None:
             stop_group(self.proc, grace)
+            reaper.untrack(self.record)
+            self.record = None
 
     def __enter__(self) -> EngineProcess:
         return self
@@ -258,13 +216,14 @@ class RetryingEngine:
 
     def __init__(self, render: Callable[[int], Launch], log_path: str | Path, *, claims: PortClaims | None = None,
                  role: str = "engine", port: int | None = None, host: str = "127.0.0.1",
-                 prepare: Callable[[Launch], None] | None = None):
+                 prepare: Callable[[Launch], None] | None = None, bound: bool = True):
         self.render = render
         self.log_path = Path(log_path)
         self.claims = claims or PortClaims(host)
         self.role = role
         self.fixed_port = port
         self.prepare = prepare  # run on the first rendered launch before its start (e.g. build the model)
+        self.bound = bound  # see EngineProcess.start
         self.proc = EngineProcess()
         self.launch: Launch | None = None
         self._next_port: int | None = None  # picked when the last launch lost its port
@@ -292,7 +251,8 @@ class RetryingEngine:
                 self.proc = EngineProcess()
                 # a port the user fixed is checked first (a clear error); a picked one is claimed by the
                 # engine's own bind, the latest possible moment (a lost one is relaunched)
-                self.proc.start(launch, self.log_path, append=append, check_port=self.fixed_port is not None)
+                self.proc.start(launch, self.log_path, append=append, check_port=self.fixed_port is not None,
+                                bound=self.bound)
                 return
             except EngineFailure as exc:
                 if not self._relaunch(exc, port):

@@ -46,8 +46,9 @@ def read_lmeval_scores(path: Path, task: str) -> tuple[list[FilterScore], int, s
                                    else None))
         n = int(data["n-samples"][task]["effective"])
         version = str(data.get("lm_eval_version", "unknown"))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InfxError(Diagnostic(f"not an lm-eval results file for task {task!r} (missing {exc})",
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a list or a number where a mapping belongs
+        what = f"missing {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+        raise InfxError(Diagnostic(f"not an lm-eval results file for task {task!r} ({what})",
                                    str(path))) from None
     if not out:
         raise InfxError(Diagnostic(f"no {metric} score for task {task!r}", str(path)))

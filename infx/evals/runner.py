@@ -169,9 +169,7 @@ def run_eval(protocol: EvalProtocol, base_url: str, model: str, out: Path, *,
                 raise EvalFailed("timeout", f"lm-eval ran longer than {timeout_s:g}s", _tail(log)) from None
         err = work / "out" / "error.json"
         if rc != 0 or err.is_file():
-            info = json.loads(err.read_text()) if err.is_file() else {"kind": "internal",
-                                                                      "message": f"lm-eval exited {rc}"}
-            kind, message = info.get("kind", "internal"), info.get("message", "")
+            kind, message = _error_info(err, rc)
             if kind == "unknown-task":
                 raise InfxError(Diagnostic(f"unknown task {protocol.task!r}: {message}"))
             if kind == "hub-unreachable":
@@ -200,6 +198,23 @@ def run_eval(protocol: EvalProtocol, base_url: str, model: str, out: Path, *,
     write_samples(out / SAMPLES_FILE, samples)
     write_json(out / EVAL_FILE, result.model_dump(mode="json"))
     return result
+
+
+def _error_info(err: Path, rc: int) -> tuple[str, str]:
+    """``(kind, message)`` of the lm-eval runner's ``error.json``; a missing, unreadable, non-JSON or
+    wrongly shaped one is an internal failure that says so (the eval fails with a reason, never a traceback)."""
+    from infx import jsonio
+
+    if not err.is_file():
+        return "internal", f"lm-eval exited {rc}"
+    try:
+        info = jsonio.load(err, max_bytes=1 << 20, what="eval error file")
+    except InfxError as exc:
+        return "internal", f"lm-eval exited {rc}; its {err.name} is unreadable: {exc.diagnostics[0].message}"
+    if not isinstance(info, dict) or not isinstance(info.get("kind", "internal"), str) \
+            or not isinstance(info.get("message", ""), str):
+        return "internal", f"lm-eval exited {rc}; its {err.name} is not a mapping of kind and message"
+    return info.get("kind", "internal"), info.get("message", "")
 
 
 def write_samples(path: Path, samples: list[EvalSample]) -> None:

@@ -32,7 +32,7 @@ from infx.interop.formats import (
 from infx.interop.power import power_keys
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult, Stat
-from infx.results.layout import RECORDS_FILE, ResultsDir
+from infx.results.layout import POINT_FILE, RECORDS_FILE, ResultsDir
 from infx.results.store import point_conc
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -164,6 +164,8 @@ def agg(point: Point, result: BenchResult, raw: dict[str, Any] | None = None) ->
         assert point.prefill is not None and point.decode is not None
         pw, dw = point.prefill, point.decode
         prefill_gpus, decode_gpus = role_gpus(point)
+        if prefill_gpus <= 0:
+            raise ValueError(f"the prefill pool has {prefill_gpus} GPUs (num-worker x tp x pp x pcp-size must be >= 1)")
         has_decode = decode_gpus > 0
         data |= {
             "is_multinode": True, "prefill_tp": pw.tp, "prefill_pp": pw.pp, "prefill_dcp_size": pw.dcp_size,
@@ -181,6 +183,8 @@ def agg(point: Point, result: BenchResult, raw: dict[str, Any] | None = None) ->
             data |= {"prefill_hw": pw.hardware, "decode_hw": dw.hardware}
     else:
         n = (point.tp or 1) * point.pp * point.pcp_size  # EP, DCP and DP-attention add no GPUs
+        if n <= 0:
+            raise ValueError(f"tp x pp x pcp-size is {n} GPUs (each must be >= 1)")
         data |= {
             "is_multinode": False, "tp": point.tp or 1, "pp": point.pp, "dcp_size": point.dcp_size,
             "pcp_size": point.pcp_size, "ep": point.ep, "dp_attention": _flag(point.dp_attn),
@@ -232,9 +236,13 @@ def export_run(results: ResultsDir, run_id: str, out_dir: Path, report: ExportRe
         if why:
             report.skipped.append(Diagnostic(f"not exported: {why}", str(d), severity="warning"))
             continue
-        name = result_filename(point, point_conc(point, result))
-        raw = raw_client(point, result, lens=_lens(d / RECORDS_FILE))
-        data = agg(point, result, raw)
+        try:
+            name = result_filename(point, point_conc(point, result))
+            raw = raw_client(point, result, lens=_lens(d / RECORDS_FILE))
+            data = agg(point, result, raw)
+        except (ValueError, ArithmeticError) as exc:  # figures the point's own fields make impossible
+            report.skipped.append(Diagnostic(f"not exported: {exc}", str(d / POINT_FILE)))
+            continue
         for path, obj in ((out_dir / f"{name}.json", raw), (out_dir / f"agg_{name}.json", data)):
             atomic.write_json(path, obj)
             report.written.append(path)

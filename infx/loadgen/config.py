@@ -9,7 +9,13 @@ from urllib.parse import urlsplit
 
 from pydantic import field_validator, model_validator
 
+from infx.bounds import MAX_INT
 from infx.metrics.run_config import BenchSettings
+
+#: Lowest open-loop rate: one request in 11.6 days. Below it the arrival schedule's offsets overflow.
+MIN_REQUEST_RATE = 1e-6
+#: Longest arrival schedule (about 3 years, the bound on --duration too).
+MAX_SCHEDULE_S = 1e8
 
 
 class BenchConfig(BenchSettings):
@@ -22,6 +28,20 @@ class BenchConfig(BenchSettings):
     @classmethod
     def _base_url(cls, v: str) -> str:
         return check_base_url(v)
+
+    @field_validator("seed")
+    @classmethod
+    def _seed(cls, v: int) -> int:
+        if not 0 <= v <= MAX_INT:
+            raise ValueError(f"must be between 0 and {MAX_INT}")
+        return v
+
+    @field_validator("request_rate")
+    @classmethod
+    def _rate(cls, v: float | None) -> float | None:
+        if v is not None and not math.isinf(v) and v < MIN_REQUEST_RATE:
+            raise ValueError(f"must be at least {MIN_REQUEST_RATE:g} requests/s (or inf for a closed loop)")
+        return v
 
     @model_validator(mode="after")
     def _shape(self) -> BenchConfig:
@@ -41,6 +61,9 @@ class BenchConfig(BenchSettings):
             raise ValueError(f"--workers {self.workers} needs --concurrency >= {self.workers} "
                              "(lanes are sharded over workers)")
         n = self.effective_num_prompts
+        if self.request_rate is not None and n is not None and n / self.request_rate > MAX_SCHEDULE_S:
+            raise ValueError(f"{n:,} requests at {self.request_rate:g}/s take longer than {MAX_SCHEDULE_S:g} s to "
+                             "send: raise --request-rate or lower --num-prompts")
         if n is not None and n * self.input_len > MAX_PROMPT_TOKENS:  # every prompt is built before the run
             raise ValueError(f"{n:,} prompts of {self.input_len:,} tokens are more than {MAX_PROMPT_TOKENS:,} prompt "
                              "tokens to build: lower --num-prompts, --concurrency or --input-len")

@@ -82,8 +82,9 @@ class Weights(Provenance):
 
     checkpoint: dict[str, ByteSize] = Field(default_factory=dict)
     checkpoints: dict[str, Checkpoint] = Field(default_factory=dict)
-    parameters: int | None = Field(None, gt=0)
-    bytes_per_param: dict[str, float] = Field(default_factory=dict)
+    parameters: int | None = Field(None, gt=0, le=10**15)
+    # no number format stores a parameter in more than 8 bytes; a larger figure is a typo (or hostile)
+    bytes_per_param: dict[str, Annotated[float, Field(gt=0, le=8)]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_source(self) -> Weights:

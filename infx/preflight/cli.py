@@ -133,11 +133,17 @@ def _images_lock(explicit: Path | None, default: Path) -> ImagesLock | None:
 
 
 def _mirrors(values: list[str]) -> dict[str, str]:
+    from infx.preflight.images import RegistryError, checked_url
+
     out = {}
     for m in values:
         host, sep, url = m.partition("=")
         if not sep or not host or not url:
             raise InfxError(Diagnostic(f"--registry-mirror expects REGISTRY=URL, got '{m}'"))
+        try:
+            checked_url(url)
+        except RegistryError as exc:
+            raise InfxError(Diagnostic(f"--registry-mirror {host}: {exc}")) from None
         out[host] = url
     return out
 

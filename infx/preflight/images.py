@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import json
 import re
 import urllib.error
 import urllib.parse
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from infx import jsonio
 from infx.diagnostics import Diagnostic, InfxError
 from infx.preflight.verdict import Check
 from infx.yamlsource import load_yaml
@@ -143,21 +143,28 @@ class RegistryError(Exception):
     pass
 
 
+#: Most bytes of a token endpoint's answer read (a token is a few KiB).
+MAX_TOKEN_BYTES = 1 << 20
+
+
 def registry_base(ref: ImageRef, mirrors: dict[str, str] | None = None) -> str:
     """Base URL for a registry: a mirror if configured, Docker Hub's API host, plain HTTP for loopback."""
     if mirrors and ref.registry in mirrors:
         return mirrors[ref.registry].rstrip("/")
     if ref.registry == DOCKER_HUB:
         return "https://registry-1.docker.io"
-    host = ref.registry.split(":")[0]
-    scheme = "http" if host in ("127.0.0.1", "localhost") else "https"
+    try:
+        host = urllib.parse.urlsplit(f"//{ref.registry}").hostname
+    except ValueError:
+        host = None
+    scheme = "http" if host in ("127.0.0.1", "localhost", "::1") else "https"
     return f"{scheme}://{ref.registry}"
 
 
 def resolve_digest(image: str, *, mirrors: dict[str, str] | None = None, timeout: float = 10.0) -> str:
     """The digest the registry serves for ``image``'s tag now. Raises RegistryError with a reason."""
     ref = parse_image_ref(image)
-    url = f"{registry_base(ref, mirrors)}/v2/{ref.repository}/manifests/{ref.reference}"
+    url = checked_url(f"{registry_base(ref, mirrors)}/v2/{ref.repository}/manifests/{ref.reference}")
     token: str | None = None
     for attempt in range(2):
         for method in ("HEAD", "GET"):
@@ -193,6 +200,20 @@ def resolve_digest(image: str, *, mirrors: dict[str, str] | None = None, timeout
     raise RegistryError(f"{ref.registry} returned no digest for {ref.repository}:{ref.reference}")
 
 
+def checked_url(url: str) -> str:
+    """``url`` when it is an http(s) URL with a host; a RegistryError saying why otherwise (an unclosed IPv6
+    bracket, a port that is not a number, another scheme)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise RegistryError(f"bad registry URL {url!r}: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise RegistryError(f"bad registry URL {url!r}: not an http(s) URL with a host")
+    del port
+    return url
+
+
 def _bearer_token(challenge: str, timeout: float) -> str | None:
     """Anonymous token for a ``Bearer realm=...,service=...,scope=...`` challenge."""
     if not challenge.lower().startswith("bearer "):
@@ -203,9 +224,9 @@ def _bearer_token(challenge: str, timeout: float) -> str | None:
         return None
     url = realm + "?" + urllib.parse.urlencode(fields)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            body = json.loads(resp.read().decode("utf-8"))
-    except (urllib.error.URLError, OSError, ValueError):
+        with urllib.request.urlopen(checked_url(url), timeout=timeout) as resp:
+            body = jsonio.loads(resp.read(MAX_TOKEN_BYTES), url)  # bounded: depth, numbers, size
+    except (urllib.error.URLError, OSError, ValueError, RegistryError, InfxError, http.client.HTTPException):
         return None
     if not isinstance(body, dict):  # not a token response
         return None

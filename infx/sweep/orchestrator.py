@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from infx.atomic import write_text
+from infx.atomic import WriteFault, write_text
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.results.receipt import discard_receipt
@@ -265,7 +265,7 @@ class Orchestrator:
                     assert self.starter is not None, "a planning-only orchestrator starts nothing"
                     engine = self.starter.start(group, log_path)
                     facts = engine.wait_ready(self.options.ready_timeout)
-                except (KeyboardInterrupt, LaunchFailed):
+                except (KeyboardInterrupt, LaunchFailed, WriteFault):
                     raise
                 except Exception as exc:
                     raise LaunchFailed("launch-error", f"{type(exc).__name__}: {exc}",
@@ -369,7 +369,7 @@ class Orchestrator:
         self.emit(ev.Note(f"point {pid}: accuracy eval"))
         try:
             st = self.evaluator.evaluate(point, engine, pdir, group.fingerprint)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, WriteFault):  # a full or read-only volume stops the sweep: no point can be kept
             raise
         except Exception as exc:  # an evaluator bug must not take the sweep down
             from infx.evals.protocol import EvalProtocol, EvalStatus
@@ -439,7 +439,7 @@ class Orchestrator:
         try:
             assert self.measurer is not None, "a planning-only orchestrator measures nothing"
             result = self.measurer.measure(point, engine, pdir, progress)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, WriteFault):
             raise
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"

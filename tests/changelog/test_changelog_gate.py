@@ -322,3 +322,18 @@ def test_option_errors_are_diagnostics() -> None:
         gate_options(base_ref="a", head_ref="b", pr_number=0)
     opts = gate_options(base_ref="a", head_ref="b", pr_number=5, link_repo="acme/infx")
     assert opts.pr == PullRequestContext(number=5, repo_slug="acme/infx")
+
+
+def test_a_pr_number_past_64_bits_is_not_canonical_never_a_traceback(seeded_repo: tuple[GitRepo, str]) -> None:
+    """Python refuses to convert a 5,000-digit integer; the link's number is bounded where it is read."""
+    from infx.changelog.models import pr_link_number
+
+    huge = b"9" * 5000
+    assert pr_link_number("https://github.com/SemiAnalysisAI/InferenceX/pull/" + huge.decode()) is None
+    assert pr_link_number("https://github.com/SemiAnalysisAI/InferenceX/pull/3326") == 3326
+    repo, base = seeded_repo
+    head = repo.commit({LOG: appended().replace(b"/pull/3326\n", b"/pull/" + huge + b"\n")})
+    (err,) = rejected(repo, base, head)
+    assert f"entry #{N + 1} [{SEED_KEY}]: new entry needs a canonical pr-link" in err
+    assert PullRequestContext.from_env(env={"GITHUB_EVENT_NAME": "pull_request",
+                                            "GITHUB_REF": f"refs/pull/{huge.decode()}/merge"}).number is None

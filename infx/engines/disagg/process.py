@@ -29,11 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from infx.engines import reaper
 from infx.engines.disagg.model import Deployment, Role
 from infx.engines.disagg.placement import PlacementError, RolePlacement, place
 from infx.engines.logfile import log_excerpt
 from infx.engines.ports import PortClaims, lost_port
-from infx.engines.server import _group_alive, http_ok, port_is_free, stop_group
+from infx.engines.procgroup import group_alive, stop_group
+from infx.engines.server import http_ok, port_is_free
 from infx.failures import Failure
 
 
@@ -85,6 +87,7 @@ class RoleProcess:
     stop_s: float | None = None
     argv: list[str] = field(default_factory=list)  # what was executed (srun-wrapped inside a Slurm job)
     log_offset: int = 0  # where this launch's lines start in the log (earlier launches lost their port)
+    record: Path | None = None  # this process in the workspace's engine records (reaper)
 
     def start(self, placement: RolePlacement | None = None, append: bool = False, check_port: bool = True,
               prefix: list[str] | None = None) -> None:
@@ -93,6 +96,7 @@ class RoleProcess:
         role's own bind claims it, as late as possible). ``prefix``: run in front of the role's argv inside
         its step (:mod:`infx.engines.portstep`: the step picks its port)."""
         launch = self.role.launch
+        reaper.announce(reaper.reap_orphans())
         if check_port and not port_is_free(launch.port, launch.host):
             raise RoleFailure(self.role.name, "port-in-use", f"port {launch.port} on {launch.host} is in use")
         env = dict(os.environ)
@@ -103,7 +107,8 @@ class RoleProcess:
         with open(self.log_path, "ab" if append else "wb") as log:
             self.argv = step_argv(self.role.name, [*(prefix or []), *launch.argv], placement)
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         env=env, process_group=0)
+                                         env=env, process_group=0, preexec_fn=reaper.parent_death_signal())
+        self.record = reaper.track(self.proc.pid, launch.port, f"{self.role.name} role")
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -135,9 +140,11 @@ class RoleProcess:
         t0 = time.monotonic()
         stop_group(self.proc, grace)
         self.stop_s = time.monotonic() - t0
+        reaper.untrack(self.record)
+        self.record = None
 
     def group_alive(self) -> bool:
-        return self.proc is not None and _group_alive(self.proc.pid)
+        return self.proc is not None and group_alive(self.proc.pid)
 
 
 @dataclass
