@@ -323,7 +323,8 @@ def status_cmd(
                     *(("eval",) if show_eval else ()),
                     *((f"$/Mtok ({cost.tier if cost else ''})",) if show_cost else ()), "reason"):
             t.add_column(col)
-        colours = {"done": "green", "failed": "red", "skipped": "yellow", "running": "cyan", "queued": "blue"}
+        colours = {"done": "green", "damaged": "red", "failed": "red", "skipped": "yellow", "running": "cyan",
+                   "queued": "blue"}
         for p in s.points:
             c = colours.get(p.state, "white")
             t.add_row(p.point_id, p.conc, f"[{c}]{p.state}[/{c}]", *((p.trials,) if show_trials else ()),

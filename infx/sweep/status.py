@@ -1,4 +1,4 @@
-"""``infx status DIR``: queued / running / done / failed / skipped / pending per point, from the results
+"""``infx status DIR``: queued / running / done / damaged / failed / skipped / pending per point, from the results
 directory (status files, group records) and, for Slurm runs, ``squeue``/``sacct``."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from infx.diagnostics import Diagnostic, InfxError
-from infx.results.layout import MANIFEST, PointFile, ResultsDir
+from infx.diagnostics import Diagnostic, InfxError, warn
+from infx.results.layout import MANIFEST, RESULT_FILE, PointFile, ResultsDir
 from infx.sweep.layout import GroupRecord, RunDir, read_eval_status
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from infx.analysis.costmodel import CostModel
     from infx.results.store.quarantine import Entry as QuarantineEntry
 
-State = Literal["done", "failed", "skipped", "running", "queued", "pending"]
+State = Literal["done", "damaged", "failed", "skipped", "running", "queued", "pending"]
 
 
 @dataclass
@@ -118,6 +118,13 @@ def run_state(rd: RunDir, cost: CostCell | None = None) -> RunState:
         st = rd.read_status(pid)
         fp = group_of.get(pid)
         if st is not None and (fp is None or st.launch_fingerprint in (fp, None, "")):
+            damage = result_damage(rd, pid) if st.state == "done" else None
+            if damage is not None:  # never shown as done, never dropped: the file and field, and a warning
+                warn(Diagnostic(f"{damage.message} (point {pid} counts as damaged)", damage.file, damage.line,
+                                damage.col, damage.path, "warning"))
+                out.append(PointState(pid, "damaged", conc, f"{Path(damage.file or '').name}: {damage.message}",
+                                      eval=ev))
+                continue
             reason = f"{st.failure_class or ''} {st.reason}".strip() if st.state != "done" else ""
             out.append(PointState(pid, st.state, conc, reason, kv=kv_text(st.startup), eval=ev,
                                   cost=cost(rd, pid, pf) if (cost is not None and st.state == "done" and pf) else "",
@@ -133,6 +140,17 @@ def run_state(rd: RunDir, cost: CostCell | None = None) -> RunState:
         else:
             out.append(PointState(pid, "pending", conc, eval=ev))
     return RunState(rd.run_id, out, jobs)
+
+
+def result_damage(rd: RunDir, point_id: str) -> Diagnostic | None:
+    """Why a done point's result.json cannot be trusted (unreadable, not JSON, invalid), or None."""
+    try:
+        rd.results.read_result(rd.run_id, point_id)
+    except InfxError as exc:
+        return exc.diagnostics[0]
+    except OSError as exc:
+        return Diagnostic(f"cannot read: {exc.strerror or exc}", str(rd.point_dir(point_id) / RESULT_FILE))
+    return None
 
 
 def trials_text(rd: RunDir, point_id: str) -> str:
