@@ -39,6 +39,7 @@ class ReviewContext:
     pr: PullRequest
     changes: list[Change] = field(default_factory=list)
     _verdicts: dict[str, Any] | None = None
+    _digests: dict[str, Any] | None = None
 
     # ---- the changed set
 
@@ -79,6 +80,10 @@ class ReviewContext:
 
     def head_file(self, key: str) -> str:
         return self.head.places[key].file
+
+    def missing_images(self) -> set[str]:
+        """Images the registry answered 'not found' for (only with --verify-images)."""
+        return {i for i, d in image_digests(self).items() if not isinstance(d, str) and _is_missing(d)}
 
     # ---- preflight, once
 
@@ -131,3 +136,28 @@ def compute_changes(base: Side, head: Side) -> list[Change]:
     changed_pids = [c.head_pid for c in out if c.kind == "added" and c.head_pid]
     head.prefetch(changed_pids)
     return out
+
+
+def _changed_images(ctx: ReviewContext) -> list[str]:
+    return sorted({ctx.head_point(c.head_pid).image for c in ctx.changed if c.head_pid})
+
+
+def image_digests(ctx: ReviewContext) -> dict[str, Any]:
+    """image -> registry digest (str) or the RegistryError, for every changed point's image; empty
+    unless ``--verify-images`` (the only network the review does)."""
+    if ctx._digests is None:
+        ctx._digests = {}
+        if ctx.request.verify_images:
+            from infx.preflight.images import RegistryError, resolve_digest
+
+            for image in _changed_images(ctx):
+                try:
+                    ctx._digests[image] = resolve_digest(image, mirrors=ctx.request.mirrors(), timeout=10.0)
+                except RegistryError as exc:
+                    ctx._digests[image] = exc
+    return ctx._digests
+
+
+def _is_missing(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "404" in text or "not found" in text or "manifest_unknown" in text

@@ -30,9 +30,27 @@ def run_review(req: ReviewRequest, workspace_root: Path) -> ReviewReport:
         head = load_side("head", req.head, head_sha, unpack(top, head_sha, rel, Path(tmp) / "head"), required=True)
         base = load_side("base", req.base, base_sha, unpack(top, base_sha, rel, Path(tmp) / "base"),
                          required=False)
+        for side in (head, base):
+            side.top, side.prefix = top, (rel + "/" if rel else "")
+        _check_changelog(head)
         ctx = ReviewContext(request=req, base=base, head=head, pr=pr)
         ctx.changes = compute_changes(base, head)
         return build_report(ctx, [(m.RULE.id, _run(m, ctx)) for m in modules()])
+
+
+def _check_changelog(head: Side) -> None:
+    """A head changelog that does not parse is bad input (one line naming file:line, exit 2)."""
+    from infx.changelog.parse import parse_changelog
+
+    rel = head.changelog_rel()
+    data = head.file_bytes(rel)
+    if data is None:
+        return
+    try:
+        parse_changelog(data, rel)
+    except InfxError as exc:
+        raise InfxError([Diagnostic(f"{d.message} (head {head.sha[:12]})", d.file, d.line, d.col, d.path)
+                         for d in exc.diagnostics[:1]]) from None
 
 
 def _run(module: object, ctx: ReviewContext) -> Outcome:

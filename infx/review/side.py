@@ -35,6 +35,8 @@ class Side:
     ref: str
     sha: str
     root: Path
+    top: Path = Path(".")  # the git repository
+    prefix: str = ""  # the workspace's directory inside it ('' or 'sub/dir/')
     ws: Workspace | None = None
     problem: str | None = None  # why this side could not be read (base only; a bad head is bad input)
     points: dict[str, tuple[str, Point]] = field(default_factory=dict)  # point-id -> (config key, point)

@@ -1,16 +1,79 @@
-"""``changelog-append``."""
+"""``changelog-append``: infx's changelog gate (append-only history, resolvable keys, a matrix that
+generates) on base..head, with the byte rules split as InferenceX documents them: an entry inserted
+before history or a changed historical byte is an error; blank-line layout is a warning with its fix."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from infx.review.rules import Outcome, RuleInfo
+from infx.diagnostics import Diagnostic, InfxError
+from infx.review.models import Finding, Location, finding
+from infx.review.rules import Outcome, RuleInfo, status_of
 
 if TYPE_CHECKING:
     from infx.review.context import ReviewContext
 
-RULE = RuleInfo("changelog-append", "changelog-append", "changelog-append", "warning")
+RULE = RuleInfo("changelog-append", "perf-changelog.yaml only grows at its end",
+                "infx's changelog gate plus the byte rules: head[:len(base)] == base, no deleted or edited history "
+                "(errors); one empty line before each new entry and no trailing blank line (warnings).", "error")
+
+
+def _find(d: Diagnostic, severity: str, rel: str, n: int) -> Finding:
+    line = d.line or 1
+    msg = d.message
+    return finding("changelog-append", severity, f"{rel}#{n}", msg.split(";")[0], msg,  # type: ignore[arg-type]
+                   locations=[Location(path=d.file or rel, line=line)], evidence={"diagnostic": str(d)},
+                   template=msg.split(":")[0] + msg.split(";")[0][-40:])
 
 
 def check(ctx: ReviewContext) -> Outcome:
-    return Outcome("n/a", "not implemented")
+    from infx.changelog.gate import GateOptions, run_gate
+    from infx.changelog.history import PullRequestContext
+
+    rel = ctx.head.changelog_rel()
+    head = ctx.head.file_bytes(rel)
+    base = ctx.base.file_bytes(rel) if ctx.base.ws is not None else None
+    if head == base:
+        if ctx.changed or ctx.removed:
+            key = (ctx.changed or ctx.removed)[0].key
+            place = ctx.head.places.get(key)
+            loc = [Location(path=place.file, line=place.key_line)] if place else [Location(path=rel, line=1)]
+            f = finding("changelog-append", "error", "missing-entry",
+                        f"{len(ctx.changed_keys())} catalog entr(ies) changed but {rel} has no new entry",
+                        f"the catalog changes {', '.join(ctx.changed_keys()[:5])} but {rel} is unchanged; append an "
+                        "entry naming the changed config keys", locations=loc, template="missing entry")
+            return status_of([f], "")
+        return Outcome("n/a", "neither the catalog nor the changelog changed")
+    prefix = ctx.head.prefix
+    opts = GateOptions(repo=ctx.head.top, base_ref=ctx.base.sha, head_ref=ctx.head.sha,
+                       changelog_file=prefix + rel,
+                       config_files=[prefix + f.file for f in _config_files(ctx)],
+                       runner_config=prefix + (ctx.head.rel(ctx.head.ws.runner_config) or "configs/runners.yaml"),
+                       pr=PullRequestContext(number=ctx.pr.number))
+    findings: list[Finding] = []
+    try:
+        report = run_gate(opts)
+    except InfxError as exc:
+        for n, d in enumerate(exc.diagnostics):
+            findings.append(_find(_strip(d, prefix), "error", rel, n))
+        return status_of(findings, "")
+    from infx.changelog.history import layout_warnings
+    from infx.changelog.parse import parse_changelog
+
+    b = parse_changelog(base or b"", rel) if base else parse_changelog(b"", rel)
+    h = parse_changelog(head or b"", rel)
+    for n, d in enumerate(layout_warnings(b, h, report.change)):
+        findings.append(_find(d, "warning", rel, n))
+    return status_of(findings, report.summary().replace(f"Validated {prefix + rel}: ", ""))
+
+
+def _strip(d: Diagnostic, prefix: str) -> Diagnostic:
+    f = d.file[len(prefix):] if d.file and prefix and d.file.startswith(prefix) else d.file
+    return Diagnostic(d.message, f, d.line, d.col, d.path, d.severity)
+
+
+def _config_files(ctx: ReviewContext) -> list:  # type: ignore[type-arg]
+    seen: dict[str, object] = {}
+    for place in ctx.head.places.values():
+        seen.setdefault(place.file, place)
+    return list(seen.values())
