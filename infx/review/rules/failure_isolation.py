@@ -76,7 +76,8 @@ def check(ctx: ReviewContext) -> Outcome:
                            if new_ones else "")
                 others = sorted({_arm_label(ctx.head_point(p)) for p in cancelled})
                 title = (f"the predicted failure of the {'/'.join(f_arms)} arm cancels the {len(cancelled)} "
-                         f"{'/'.join(others)} points{new_txt}")
+                         f"{'/'.join(others)} points{new_txt}") if cancelled else \
+                    f"every point of family '{fam}' is predicted to fail (fail-fast cancels the rest on the first)"
                 msg = (f"label {label} makes family '{fam}' ({len(members)} points, {len(arms)} arms) fail-fast: "
                        f"{title}. Why they fail: " + "; ".join(sorted({predicted[p] for p in failing}))[:400])
                 findings.append(finding("failure-isolation", "error", f"{key}/{fam}", title, msg, locations=loc,
