@@ -48,6 +48,11 @@ def as_json(report: ReviewReport) -> str:
     return json.dumps(report.to_json(), indent=2, sort_keys=False, ensure_ascii=False) + "\n"
 
 
+def _full(f: Finding) -> str:
+    """Title and message as one text, without repeating a message that already starts with the title."""
+    return f.message if f.message.startswith(f.title) else f"{f.title}: {f.message}"
+
+
 # ---- Markdown PR comment
 
 _ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌", "n/a": "➖", "unverified": "❔"}
@@ -136,7 +141,7 @@ def github(report: ReviewReport) -> str:
     left = 0
     for sev, cmd in (("error", "error"), ("warning", "warning"), ("note", "notice")):
         fs = [f for f in report.findings if f.severity == sev]
-        cap = ANNOTATIONS_PER_KIND if sev != "note" else ANNOTATIONS_PER_KIND
+        cap = ANNOTATIONS_PER_KIND
         for f in fs[:cap]:
             props = []
             loc = f.primary
@@ -144,7 +149,7 @@ def github(report: ReviewReport) -> str:
                 props += [f"file={escape_property(loc.path)}", f"line={loc.line}",
                           f"endLine={loc.end_line or loc.line}"]
             props.append(f"title={escape_property(f.rule)}")
-            lines.append(f"::{cmd} {','.join(props)}::{escape_data(f.title + ': ' + f.message)}")
+            lines.append(f"::{cmd} {','.join(props)}::{escape_data(_full(f))}")
         left += max(0, len(fs) - cap)
     if left:
         lines.append(f"::notice::{left} more finding(s) left out (GitHub shows at most {ANNOTATIONS_PER_KIND} "
@@ -174,7 +179,7 @@ def sarif(report: ReviewReport) -> str:
         loc = f.primary
         res: dict[str, Any] = {
             "ruleId": f.rule, "ruleIndex": index[f.rule], "level": f.severity,
-            "message": {"text": f"{f.title}: {f.message}" if f.message != f.title else f.title},
+            "message": {"text": _full(f)},
             "locations": [_sarif_loc(loc.path, loc.line, loc.end_line)] if loc else [_sarif_loc("perf-changelog.yaml",
                                                                                                 1, 1)],
             "partialFingerprints": {"infxReview/v1": f.fingerprint},
