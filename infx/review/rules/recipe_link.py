@@ -51,7 +51,7 @@ def recognise(text: str, source: str) -> list[Link]:
     found: list[tuple[int, Link]] = []
     for kind, pat in _PATTERNS:
         for m in pat.finditer(text):
-            url = m.group(0)
+            url = m.group(0).rstrip(".,;:!?'\"")  # sentence punctuation is not part of a link
             if kind == "vllm-recipes-pr" and not url.startswith("http"):
                 url = f"https://github.com/vllm-project/recipes/pull/{m.group(1)}"
             found.append((m.start(), Link(kind, url, source)))
