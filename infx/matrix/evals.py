@@ -5,9 +5,10 @@ model/runner/framework/precision), so whole arms lose their eval and vanish unde
 ``--evals-only``. Here an *arm* is every field that distinguishes two rows of one catalog entry
 except the concurrency (and the derived exp-name and eval flags): tp, pp, dcp, pcp, ep, dp-attn,
 spec-decoding, kv-offloading and backend, router, image, prefill/decode workers, runner, isl/osl.
-Eligibility is the reference's: fixed rows at 8k1k with conc >= 16; single-node agentic rows (when
-agentic evals are on) at the arm's max conc; multinode agentic rows, like fixed multinode ones, at the
-arm's highest conc >= 16. An arm with no eligible concurrency is reported, never given an eval. Every arm with an eligible point gets at least one eval.
+Eligibility is the reference's: fixed rows at 8k1k with conc >= 16; single-node agentic rows
+(when agentic evals are on) at the arm's max conc; multinode agentic rows, like fixed multinode
+ones, at the arm's highest conc >= 16. An arm with no eligible concurrency is reported, never
+given an eval. Every arm with an eligible point gets at least one eval.
 """
 
 from __future__ import annotations

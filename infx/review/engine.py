@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import cast
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.review.context import PullRequest, ReviewContext, compute_changes
@@ -16,8 +17,9 @@ from infx.review.models import (
     RuleResult,
     SideRef,
     Summary,
+    Verdict,
 )
-from infx.review.rules import Outcome, modules
+from infx.review.rules import Outcome, RuleModule, modules
 from infx.review.side import Side, load_side
 
 
@@ -35,7 +37,8 @@ def run_review(req: ReviewRequest, workspace_root: Path) -> ReviewReport:
         _check_changelog(head)
         ctx = ReviewContext(request=req, base=base, head=head, pr=pr)
         ctx.changes = compute_changes(base, head)
-        return build_report(ctx, [(m.RULE.id, _run(m, ctx)) for m in modules()])
+        rules = [cast(RuleModule, m) for m in modules()]
+        return build_report(ctx, [(m.RULE.id, _run(m, ctx)) for m in rules])
 
 
 def _check_changelog(head: Side) -> None:
@@ -53,8 +56,8 @@ def _check_changelog(head: Side) -> None:
                          for d in exc.diagnostics[:1]]) from None
 
 
-def _run(module: object, ctx: ReviewContext) -> Outcome:
-    return module.check(ctx)  # type: ignore[attr-defined, no-any-return]
+def _run(module: RuleModule, ctx: ReviewContext) -> Outcome:
+    return module.check(ctx)
 
 
 def build_report(ctx: ReviewContext, outcomes: list[tuple[str, Outcome]]) -> ReviewReport:
@@ -69,7 +72,7 @@ def build_report(ctx: ReviewContext, outcomes: list[tuple[str, Outcome]]) -> Rev
     summary = Summary(errors=sum(f.severity == "error" for f in findings),
                       warnings=sum(f.severity == "warning" for f in findings),
                       notes=sum(f.severity == "note" for f in findings), points=PointCounts(**counts))
-    verdict = "fail" if summary.errors else "warn" if summary.warnings else "pass"
+    verdict: Verdict = "fail" if summary.errors else "warn" if summary.warnings else "pass"
     return ReviewReport(base=_ref(ctx.base), head=_ref(ctx.head), verdict=verdict, summary=summary, rules=rules,
                         findings=findings, repository=ctx.pr.repository or ctx.request.repository)
 
@@ -91,7 +94,8 @@ def read_pull_request(req: ReviewRequest) -> PullRequest:
                                        ("pull_request",)))
         num = p.get("number")
         pr.number = num if isinstance(num, int) else None
-        pr.body = p.get("body") if isinstance(p.get("body"), str) else ""
+        body = p.get("body")
+        pr.body = body if isinstance(body, str) else ""
         pr.labels = [lb["name"] for lb in p.get("labels") or [] if isinstance(lb, dict) and isinstance(lb.get("name"),
                                                                                                        str)]
         comments = ev.get("comments") if isinstance(ev, dict) else None

@@ -102,7 +102,7 @@ class Summary(_Frozen):
 class ReviewReport(_Frozen):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
-    schema_: Literal["infx.review/1"] = Field(SCHEMA, alias="schema")
+    schema_: Literal["infx.review/1"] = Field("infx.review/1", alias="schema")
     base: SideRef
     head: SideRef
     verdict: Verdict

@@ -63,7 +63,8 @@ class Side:
         return p.read_bytes() if p.is_file() else None
 
     def changelog_rel(self) -> str:
-        return self.rel(self.ws.changelog) if self.ws else "perf-changelog.yaml"  # type: ignore[return-value]
+        rel = self.rel(self.ws.changelog) if self.ws else None
+        return rel or "perf-changelog.yaml"
 
     # ---- launches
 
@@ -81,7 +82,7 @@ class Side:
         lookup = self.recipes.scripts.lookup(point)
         if lookup is None or lookup.path is None:
             return "no-script"
-        return "script:" + self.recipes.scripts.file_sha(lookup.path) + ":" + self.recipes.scripts.lib_sha()
+        return f"script:{self.recipes.scripts.file_sha(lookup.path)}:{self.recipes.scripts.lib_sha()}"
 
     def _all_recipes_digest(self) -> str:
         if self._recipes_digest is None:

@@ -15,7 +15,8 @@ def _flags(line: str) -> list[tuple[str, str | None]]:
 
 
 def test_quoted_flags_in_a_changelog_line() -> None:
-    line = r'''    - "Add TP=2 (--engram-config '{\"cpu_offload\":true}') beside '{\"cpu_offload\":false}', --enforce-eager"'''
+    line = (r'''    - "Add TP=2 (--engram-config '{\"cpu_offload\":true}') beside '''
+            r''''{\"cpu_offload\":false}', --enforce-eager"''')
     assert _flags(line) == [("--engram-config", '{"cpu_offload":true}'), ("--enforce-eager", None)]
     assert _flags('use --max-num-seqs="256" and -- nothing') == [("--max-num-seqs", "256")]
 

@@ -8,21 +8,22 @@ import re
 from typing import TYPE_CHECKING
 
 from infx.diagnostics import Diagnostic, InfxError
-from infx.review.models import Finding, Location, finding
+from infx.review.models import Finding, Location, Severity, finding
 from infx.review.rules import Outcome, RuleInfo, status_of
 
 if TYPE_CHECKING:
     from infx.review.context import ReviewContext
+    from infx.review.side import EntryPlace
 
 RULE = RuleInfo("changelog-append", "perf-changelog.yaml only grows at its end",
                 "infx's changelog gate plus the byte rules: head[:len(base)] == base, no deleted or edited history "
                 "(errors); one empty line before each new entry and no trailing blank line (warnings).", "error")
 
 
-def _find(d: Diagnostic, severity: str, rel: str, n: int) -> Finding:
+def _find(d: Diagnostic, severity: Severity, rel: str, n: int) -> Finding:
     line = d.line or 1
     msg = d.message
-    return finding("changelog-append", severity, f"{rel}#{n}", msg.split(";")[0], msg,  # type: ignore[arg-type]
+    return finding("changelog-append", severity, f"{rel}#{n}", msg.split(";")[0], msg,
                    locations=[Location(path=d.file or rel, line=line)], evidence={"diagnostic": str(d)},
                    template=msg.split(":")[0] + msg.split(";")[0][-40:])
 
@@ -49,7 +50,8 @@ def check(ctx: ReviewContext) -> Outcome:
     opts = GateOptions(repo=ctx.head.top, base_ref=ctx.base.sha, head_ref=ctx.head.sha,
                        changelog_file=prefix + rel,
                        config_files=[prefix + f.file for f in _config_files(ctx)],
-                       runner_config=prefix + (ctx.head.rel(ctx.head.ws.runner_config) or "configs/runners.yaml"),
+                       runner_config=prefix + (ctx.head.rel(ctx.head.ws.runner_config if ctx.head.ws else None)
+                                               or "configs/runners.yaml"),
                        pr=PullRequestContext(number=ctx.pr.number))
     findings: list[Finding] = []
     try:
@@ -74,8 +76,8 @@ def _strip(d: Diagnostic, prefix: str) -> Diagnostic:
     return Diagnostic(d.message, f, d.line, d.col, d.path, d.severity)
 
 
-def _config_files(ctx: ReviewContext) -> list:  # type: ignore[type-arg]
-    seen: dict[str, object] = {}
+def _config_files(ctx: ReviewContext) -> list[EntryPlace]:
+    seen: dict[str, EntryPlace] = {}
     for place in ctx.head.places.values():
         seen.setdefault(place.file, place)
     return list(seen.values())

@@ -26,8 +26,8 @@ Row = dict[str, Any]
 
 
 def _arm(key: str, row: Row) -> str:
-    return key + "|" + json.dumps({k: v for k, v in row.items() if k not in NON_ARM_FIELDS and k != "recipe-fingerprint"},
-                                  sort_keys=True)
+    arm = {k: v for k, v in row.items() if k not in NON_ARM_FIELDS and k != "recipe-fingerprint"}
+    return key + "|" + json.dumps(arm, sort_keys=True)
 
 
 def _agentic_mode(row: Row, mode: str) -> bool:

@@ -26,7 +26,7 @@ def check(ctx: ReviewContext) -> Outcome:
     verdicts = ctx.verdicts()
     findings = []
     checked = 0
-    for arm, pids in ctx.changed_arms().items():
+    for pids in ctx.changed_arms().values():
         key, point = ctx.head.points[pids[0]]
         launch = ctx.head.launch(pids[0])
         related = ctx.head.recipe_file_of(launch) if not isinstance(launch, str) else None

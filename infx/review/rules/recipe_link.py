@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from infx.diagnostics import Diagnostic, InfxError
-from infx.review.models import Finding, Location, finding
+from infx.review.models import Finding, Location, Severity, finding
 from infx.review.rules import Outcome, RuleInfo, status_of
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ def check(ctx: ReviewContext) -> Outcome:
             continue
         st = states.get(link.url.rstrip("/"))
         if st is None:
-            sev = "error" if policy == "inferencex" else "warning"
+            sev: Severity = "error" if policy == "inferencex" else "warning"
             t = f"link {link.url} unverified (no merge state; give --link-state)"
             findings.append(finding("recipe-link", sev, f"{key}/unverified", t, t, locations=loc, points=names,
                                     evidence=dict(ev, state="unverified"), template="unverified"))
