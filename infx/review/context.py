@@ -90,13 +90,12 @@ class ReviewContext:
     def verdicts(self) -> dict[str, Any]:
         """point-id -> PointVerdict for every changed head point (memory on the rendered launch)."""
         if self._verdicts is None:
-            from infx.preflight.cards import load_cards
             from infx.preflight.gate import PreflightOptions, preflight_points
 
             pids = [c.head_pid for c in self.changed if c.head_pid is not None]
             launches = {p: self.head.launch(p) for p in pids}
             good = {p: la for p, la in launches.items() if not isinstance(la, str)}
-            cards = load_cards(self.head.ws.card_dirs() if self.head.ws else None)
+            cards = self.head.cards()
             points = [self.head_point(p) for p in pids]
             vs = preflight_points(points, launches=good, runners=self.head.runners, cards=cards,
                                   options=PreflightOptions(fanout=self.request.fanout),

@@ -45,6 +45,7 @@ class Side:
     runners: Any = None
     recipe_files: dict[str, str] = field(default_factory=dict)  # recipe name -> workspace-relative file
     _launches: dict[str, Any] = field(default_factory=dict)
+    _cards: Any = None
     _recipes_digest: str | None = None
 
     # ---- paths
@@ -65,6 +66,14 @@ class Side:
     def changelog_rel(self) -> str:
         rel = self.rel(self.ws.changelog) if self.ws else None
         return rel or "perf-changelog.yaml"
+
+    def cards(self) -> Any:
+        """The model and hardware cards of this side (built-in, then the workspace's), loaded once."""
+        if self._cards is None:
+            from infx.preflight.cards import load_cards
+
+            self._cards = load_cards(self.ws.card_dirs() if self.ws else None)
+        return self._cards
 
     # ---- launches
 

@@ -5,6 +5,7 @@ before history or a changed historical byte is an error; blank-line layout is a 
 from __future__ import annotations
 
 import re
+import time
 from typing import TYPE_CHECKING
 
 from infx.diagnostics import Diagnostic, InfxError
@@ -29,8 +30,8 @@ def _find(d: Diagnostic, severity: Severity, rel: str, n: int) -> Finding:
 
 
 def check(ctx: ReviewContext) -> Outcome:
-    from infx.changelog.gate import GateOptions, run_gate
-    from infx.changelog.history import PullRequestContext
+    from infx.changelog.gate import GateOptions, GateReport, build_matrix, check_change
+    from infx.changelog.history import PullRequestContext, layout_warnings
 
     rel = ctx.head.changelog_rel()
     head = ctx.head.file_bytes(rel)
@@ -54,19 +55,17 @@ def check(ctx: ReviewContext) -> Outcome:
                                                or "configs/runners.yaml"),
                        pr=PullRequestContext(number=ctx.pr.number))
     findings: list[Finding] = []
-    try:
-        report = run_gate(opts)
+    try:  # run_gate's steps, keeping both changelogs for the layout warnings
+        base_log, head_log, change = check_change(opts)
+        t0 = time.perf_counter()
+        report = GateReport(changelog_file=opts.changelog_file, change=change,
+                            matrix=build_matrix(opts, head_log, change), seconds=time.perf_counter() - t0)
     except InfxError as exc:
         for n, d in enumerate(exc.diagnostics):
             findings.append(_find(_strip(d, prefix), "error", rel, n))
         return status_of(findings, "")
-    from infx.changelog.history import layout_warnings
-    from infx.changelog.parse import parse_changelog
-
-    b = parse_changelog(base or b"", rel) if base else parse_changelog(b"", rel)
-    h = parse_changelog(head or b"", rel)
-    for n, d in enumerate(layout_warnings(b, h, report.change)):
-        findings.append(_find(d, "warning", rel, n))
+    for n, d in enumerate(layout_warnings(base_log, head_log, change)):
+        findings.append(_find(_strip(d, prefix), "warning", rel, n))
     summary = re.sub(r"; [0-9.]+ s\)$", ")", report.summary().replace(f"Validated {prefix + rel}: ", ""))
     return status_of(findings, summary)  # no timing: the same input gives byte-identical output
 

@@ -18,6 +18,8 @@ RULE = RuleInfo("launch-claims", "Flags the changelog quotes are launched by a c
                 "Each --flag (with its quoted value) in the new changelog entries must occur with an equal value "
                 "in at least one changed point's argv.", "warning")
 
+#: A word before the flag that claims it is NOT launched ("drop --max-num-seqs").
+_REMOVAL = re.compile(r"(?:\b(?:drop|drops|dropped|remove|removes|removed|without|no)\s+)$", re.I)
 _FLAG = re.compile(r"""(?<![\w-])(--[A-Za-z][\w.-]*)(?:[ =]+(?:'([^']*)'|"([^"]*)"))?""")
 
 
@@ -79,10 +81,20 @@ def check(ctx: ReviewContext) -> Outcome:
     claims = 0
     findings: list[Finding] = []
     for n, line in enumerate(text.splitlines(), start):
-        for m in _FLAG.finditer(line.replace('\\"', '"')):
+        plain = line.replace('\\"', '"')
+        for m in _FLAG.finditer(plain):
             flag = _norm_flag(m.group(1))
             raw = m.group(2) if m.group(2) is not None else m.group(3)
             claims += 1
+            if _REMOVAL.search(plain[:m.start()]):  # a claimed removal: no changed point may launch it
+                still = [v for argv in argvs for v in _argv_values(argv, flag)]
+                if still:
+                    title = f"changelog says `{flag}` is dropped but {len(still)} changed launch(es) still pass it"
+                    findings.append(finding("launch-claims", "warning", f"{flag}=dropped", title, title,
+                                            locations=[Location(path=rel, line=n)],
+                                            evidence={"flag": flag, "claim": "removed"},
+                                            template=f"dropped {flag}"))
+                continue
             want = _norm_value(raw) if raw is not None else None
             ok = any(v is not None and (want is None or _norm_value(v) == want) or (v is None and want is None)
                      for argv in argvs for v in _argv_values(argv, flag))

@@ -28,6 +28,16 @@ _NEEDLES = {"max_num_seqs": ("max-num-seqs", "max_num_seqs", "MAX_NUM_SEQS"),
 def _line_setting(side: Side, path: str | None, what: str) -> int | None:
     if not path:
         return None
+    key = (id(side), path, what)
+    if key not in _LINES:
+        _LINES[key] = _find_line(side, path, what)
+    return _LINES[key]
+
+
+_LINES: dict[tuple[int, str, str], int | None] = {}
+
+
+def _find_line(side: Side, path: str, what: str) -> int | None:
     data = side.file_bytes(path)
     if data is None:
         return None
@@ -39,7 +49,6 @@ def _line_setting(side: Side, path: str | None, what: str) -> int | None:
 
 
 def _row(ctx: ReviewContext, side: Side, pid: str) -> dict[str, Any] | None:
-    from infx.preflight.cards import load_cards
     from infx.preflight.checks import worst_in_flight
     from infx.preflight.gate import settings_for
 
@@ -47,7 +56,7 @@ def _row(ctx: ReviewContext, side: Side, pid: str) -> dict[str, Any] | None:
     if isinstance(launch, str) or hasattr(launch, "roles"):
         return None
     point = side.points[pid][1]
-    cards = load_cards(side.ws.card_dirs() if side.ws else None)
+    cards = side.cards()
     try:
         s = settings_for(point, launch, cards, cards.hardware_for_runner(point.runner))
     except ValueError:
@@ -78,6 +87,7 @@ def _src(setting: Any, side: Side, path: str | None, what: str) -> str:
 
 def check(ctx: ReviewContext) -> Outcome:
     arms = ctx.changed_arms()
+    _LINES.clear()  # keyed by the side objects of this review only
     if not arms:
         return Outcome("n/a", "no changed point")
     findings: list[Finding] = []

@@ -58,8 +58,11 @@ def check(ctx: ReviewContext) -> Outcome:
                     "margin_bytes": report.margin_bytes, "breakdown": tables, "argv_facts": facts,
                     "problems": report.problems, "settings": report.settings}
         if fails:
-            title = (f"TP={point.tp} arm does not fit: {_gb(report.needed_bytes)}/GPU needed, "
-                     f"{_gb(report.budget_bytes)} budget")
+            if report.needed_bytes > report.budget_bytes:
+                title = (f"TP={point.tp} arm does not fit: {_gb(report.needed_bytes)}/GPU needed, "
+                         f"{_gb(report.budget_bytes)} budget")
+            else:  # fits the budget, fails on something else (e.g. a KV pool smaller than one sequence)
+                title = f"TP={point.tp} arm does not start: {(report.problems or ['memory check failed'])[0]}"
             msg = (f"{len(fails)} point(s) of {key} exceed the per-GPU budget at engine start (margin "
                    f"{_gb(report.margin_bytes)}). " + " ".join(facts[:2]))
             findings.append(finding("memory-fit", "error", subject, title, msg.strip(), locations=locs,
