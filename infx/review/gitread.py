@@ -49,6 +49,21 @@ def read_blob(top: Path, sha: str, path: str) -> bytes | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
+def _relocated(top: Path, tree: str) -> set[str]:
+    """Top-level names the commit's ``infx.toml`` moves a workspace location to (``[paths] configs =
+    "catalog"``); a marker that does not parse is left to the workspace loader to report."""
+    import tomllib
+
+    data = _git(top, "cat-file", "blob", f"{tree}:infx.toml")
+    if data.returncode != 0:
+        return set()
+    try:
+        paths = tomllib.loads(data.stdout.decode("utf-8")).get("paths", {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return set()
+    return {v.split("/", 1)[0] for v in paths.values() if isinstance(v, str) and v and not v.startswith(("/", ".."))}
+
+
 def unpack(top: Path, sha: str, rel: str, dest: Path) -> Path:
     """The workspace files of commit ``sha`` under ``dest`` (``git archive``, extracted with tarfile's
     'data' filter: no links out, no devices). Returns ``dest``."""
@@ -56,7 +71,8 @@ def unpack(top: Path, sha: str, rel: str, dest: Path) -> Path:
     names = _git(top, "ls-tree", "--name-only", tree)
     if names.returncode != 0:
         raise InfxError(Diagnostic(f"the workspace directory '{rel}' does not exist at {sha[:12]}", rel or "."))
-    present = [n for n in names.stdout.decode().splitlines() if n in WORKSPACE_PARTS]
+    wanted = set(WORKSPACE_PARTS) | _relocated(top, tree)
+    present = [n for n in names.stdout.decode().splitlines() if n in wanted]
     dest.mkdir(parents=True, exist_ok=True)
     if not present:
         return dest

@@ -85,3 +85,19 @@ def test_broken_base_still_reviews_the_head(seed: Seed) -> None:
     proc = cli(root, "--base", broken, "--head", "head-fixed")
     assert proc.returncode == 1
     assert proc.stdout.startswith(f"warning: the base ({broken[:12]}) could not be read")
+
+
+def test_relocated_workspace_paths_are_read_from_the_commit(tmp_path: Path) -> None:
+    """A workspace whose infx.toml moves the catalog (``[paths] configs``) is reviewed from its own layout."""
+    from .seedrepo import build_seed
+
+    root = tmp_path / "repo"
+    build_seed(root)
+    git(root, "checkout", "-q", "-B", "moved", "head-fixed")
+    git(root, "mv", "configs", "catalog")
+    (root / "infx.toml").write_text('[paths]\nconfigs = "catalog"\nrunners = "catalog/runners.yaml"\n'
+                                    'images-lock = "catalog/images.lock"\n')
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "move the catalog")
+    rep = review(root, "head-fixed", "moved")
+    assert rep.summary.points.unchanged == 16 and rep.summary.points.changed == 0
