@@ -7,7 +7,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Severity = Literal["error", "warning", "note"]
 Status = Literal["pass", "warn", "fail", "n/a", "unverified"]
@@ -32,8 +32,14 @@ class _Frozen(BaseModel):
 class Location(_Frozen):
     path: str
     line: int = Field(ge=1)
-    end_line: int | None = None
+    end_line: int | None = None  # the line itself when not given
     role: Literal["primary", "related"] = "primary"
+
+    @model_validator(mode="after")
+    def _end(self) -> Location:
+        if self.end_line is None:
+            object.__setattr__(self, "end_line", self.line)
+        return self
 
 
 class Finding(_Frozen):

@@ -103,6 +103,13 @@ def test_markdown_oversized_evidence_stays_under_the_limit() -> None:
     assert len(huge) <= COMMENT_LIMIT and "and " in huge and "more (see the JSON or SARIF artifact)" in huge
 
 
+def test_markdown_links_to_the_head_blob_when_the_repository_is_known() -> None:
+    rep = _synthetic(1).model_copy(update={"repository": "acme/catalog"})
+    md = markdown(rep)
+    assert f"(https://github.com/acme/catalog/blob/{'a' * 40}/configs/amd-master.yaml#L1)" in md
+    assert "❌ memory-fit: FAIL — r ([configs/amd-master.yaml#L1]" in md
+
+
 def test_render_dispatches_every_format() -> None:
     rep = _synthetic(2)
     assert json.loads(render(rep, "json"))["schema"] == "infx.review/1"

@@ -55,7 +55,7 @@ def test_missing_tag_is_an_error_and_a_predicted_failure(seed: Seed, registry: s
     data = json.loads(proc.stdout)
     (f,) = [x for x in data["findings"] if x["rule"] == "image-pin"]
     assert f["severity"] == "error" and f["locations"][0] == {"path": "configs/amd-master.yaml", "line": 7,
-                                                               "end_line": None, "role": "primary"}
+                                                               "end_line": 7, "role": "primary"}
     assert f["title"].startswith("tag not found")
     fi = [x for x in data["findings"] if x["rule"] == "failure-isolation"]
     assert fi and fi[0]["severity"] == "error"  # every point's image is missing: a predicted failure
