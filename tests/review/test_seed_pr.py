@@ -177,3 +177,14 @@ def test_head_fixed(seed: Seed) -> None:
     assert status["failure-isolation"] == "warn" and status["recipe-link"] == "fail"
     assert status["recipe-args"] == "n/a" and status["recipe-hardware"] == "n/a"
     assert data["summary"]["points"] == {"added": 10, "changed": 6, "removed": 0, "unchanged": 0}
+
+
+def test_image_pin_changelog_digest_differs_from_the_lock(seed: Seed) -> None:
+    root, shas = seed
+    log = git(root, "show", f"{shas['head']}:perf-changelog.yaml") + "\n"
+    other = "sha256:" + "0" * 64
+    log = log.replace("on the pinned image vllm", f"on the pinned image ({other}) vllm")
+    sha = _variant(seed, "v-digest", {"perf-changelog.yaml": log.encode()})
+    (f,) = findings(review(root, "base", sha), "image-pin")
+    assert f.severity == "error" and (f.primary.path, f.primary.line) == (MASTER, 7)
+    assert other in f.title and "eccb72b74b8c04ce" in f.title
