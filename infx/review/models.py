@@ -4,6 +4,7 @@ and the request a command builds once."""
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -73,8 +74,9 @@ def finding(rule: str, severity: Severity, subject: str, title: str, message: st
                    evidence=evidence or {}, fingerprint=f"sha256:{fp}")
 
 
-def _point_order(name: str) -> tuple[str, ...]:
-    return (name,)
+def _point_order(name: str) -> tuple[tuple[int, int | str], ...]:
+    """Natural order: ``..._conc8_...`` before ``..._conc16_...`` (numbers compare as numbers)."""
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", name) if p)
 
 
 class RuleResult(_Frozen):
