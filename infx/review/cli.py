@@ -4,12 +4,21 @@ file:line. Exit 0 when nothing blocks, 1 when a finding does (``--strict``: any 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from infx.cli_options import build_request
+from infx.cli_options import ModelDefault, build_request
 from infx.diagnostics import exit_on_error
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+
+def _request() -> type[BaseModel]:
+    from infx.review.models import ReviewRequest
+
+    return ReviewRequest
 
 
 @exit_on_error
@@ -26,19 +35,24 @@ def review_cmd(
                                                                              "vllm-project/recipes.")] = None,
     link_state: Annotated[Path | None, typer.Option("--link-state", help="Recorded merge state of linked "
                                                                          "PRs (JSON list).")] = None,
-    link_policy: Annotated[str, typer.Option("--link-policy", help="infx | inferencex")] = "infx",
-    eval_rule: Annotated[str, typer.Option("--eval-rule", help="infx | inferencex (also emulate InferenceX's "
-                                                               "eval grouping)")] = "infx",
-    fanout: Annotated[float, typer.Option("--fanout", help="Agentic requests in flight per user.")] = 2.0,
-    verify_images: Annotated[bool, typer.Option("--verify-images", help="Resolve image tags over the OCI "
-                                                                        "distribution API.")] = False,
+    link_policy: Annotated[str, typer.Option("--link-policy", default_factory=ModelDefault(_request, "link_policy"),
+                                             help="infx | inferencex")],
+    eval_rule: Annotated[str, typer.Option("--eval-rule", default_factory=ModelDefault(_request, "eval_rule"),
+                                           help="infx | inferencex (also emulate InferenceX's eval grouping)")],
+    fanout: Annotated[float, typer.Option("--fanout", default_factory=ModelDefault(_request, "fanout"),
+                                          help="Agentic requests in flight per user.")],
+    verify_images: Annotated[bool, typer.Option("--verify-images",
+                                                default_factory=ModelDefault(_request, "verify_images"),
+                                                help="Resolve image tags over the OCI distribution API.")],
     registry_mirror: Annotated[list[str] | None, typer.Option("--registry-mirror", help="REGISTRY=URL "
                                                                                         "(repeatable).")] = None,
     images_lock: Annotated[Path | None, typer.Option("--images-lock", help="Recorded digests (default: the "
                                                                            "head's configs/images.lock).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="text | json | markdown | sarif | github")] = "text",
+    fmt: Annotated[str, typer.Option("--format", default_factory=ModelDefault(_request, "format"),
+                                     help="text | json | markdown | sarif | github")],
     output: Annotated[Path | None, typer.Option("--output", help="Write here instead of stdout.")] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Warnings block too.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", default_factory=ModelDefault(_request, "strict"),
+                                         help="Warnings block too.")],
     repository: Annotated[str | None, typer.Option("--repository", help="owner/name, for links in the "
                                                                         "comment.")] = None,
 ) -> None:
