@@ -41,6 +41,7 @@ _STAGE_CLIS = (
     "infx.interop.cli",    # export --format inferencex (and ingest --format inferencex)
     "infx.repro.cli",      # verify, diff-env
     "infx.demo",           # demo
+    "infx.review.cli",     # review
 )
 
 

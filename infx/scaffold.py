@@ -4,7 +4,7 @@
 The files come from what infx ships (:data:`infx.workspace.SCAFFOLD_DIR`): the marker, an example
 catalog entry for the embedded engine, runners, an empty perf-changelog; plus copies of the built-in
 recipe and cards that entry uses, so they can be edited in place (a workspace file overrides the
-built-in one of the same name).
+built-in one of the same name); and the two GitHub workflows that run ``infx review`` on pull requests.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ SCAFFOLD_FILES: dict[str, Path] = {
     "recipes/tinyllama-cpu-vllm.yaml": BUILTIN_RECIPES_DIR / "tinyllama-cpu-vllm.yaml",
     "cards/models/tinyllama.yaml": BUILTIN_CARDS_DIR / "models" / "tinyllama.yaml",
     "cards/hardware/cpu.yaml": BUILTIN_CARDS_DIR / "hardware" / "cpu.yaml",
+    # `infx review` on every pull request (read-only), and the workflow_run job that posts its comment
+    ".github/workflows/infx-review.yml": SCAFFOLD_DIR / "workflows" / "infx-review.yaml",
+    ".github/workflows/infx-review-comment.yml": SCAFFOLD_DIR / "workflows" / "infx-review-comment.yaml",
 }
 
 

@@ -59,6 +59,8 @@ def init_cmd(
 
     for f in init_workspace(directory):
         typer.echo(f"wrote {f}")
+    typer.echo("pull requests: .github/workflows/infx-review.yml runs `infx review` (read-only) and "
+               "infx-review-comment.yml posts its comment; delete them if the workspace is not on GitHub")
     typer.echo(f"next: cd {directory} && infx validate && infx preflight && infx run --config-keys "
                "tinyllama-bf16-cpu-vllm --dry-run")
 

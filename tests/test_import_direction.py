@@ -31,6 +31,7 @@ LAYERS: list[set[str]] = [
     {"preflight"},
     {"evals"},         # accuracy evals (lm-eval in its own venv): reads model cards, written by the sweep
     {"changelog"},
+    {"review"},        # infx review: the gate over base..head (reads matrix, engines, preflight, changelog)
     {"results"},
     {"interop"},       # InferenceX result files in and out (reads the store; the analysis and report build on it)
     {"analysis"},

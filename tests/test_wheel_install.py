@@ -59,6 +59,7 @@ def test_init_then_validate_plan_preflight_dry_run(installed: Path, tmp_path: Pa
     infx = str(installed / "infx")
     assert _run([infx, "init", "bench"], tmp_path).returncode == 0
     ws = tmp_path / "bench"
+    assert (ws / ".github" / "workflows" / "infx-review.yml").is_file()  # the review workflows ship in the wheel
     assert _run([infx, "validate"], ws).returncode == 0
     plan = _run([infx, "plan", "--config-keys", "tinyllama-bf16-cpu-vllm", "--json"], ws)
     assert plan.returncode == 0, plan.stderr

@@ -123,6 +123,9 @@ def test_init_scaffolds_a_workspace_that_validates_preflights_and_dry_runs(tmp_p
     r = infx("init", str(ws), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (ws / "infx.toml").is_file() and (ws / "recipes" / "tinyllama-cpu-vllm.yaml").is_file()
+    for wf in ("infx-review.yml", "infx-review-comment.yml"):  # the review workflows are offered, as shipped
+        assert (ws / ".github" / "workflows" / wf).read_bytes() == (REPO / ".github" / "workflows" / wf).read_bytes()
+    assert "infx-review.yml runs `infx review`" in r.stdout
     assert infx("validate", cwd=ws).returncode == 0
     pf = infx("preflight", "--json", cwd=ws)
     assert pf.returncode == 0, pf.stderr

@@ -48,6 +48,8 @@ def validate(base_ref: BaseRef, head_ref: HeadRef, changelog_file: ChangelogFile
                         config_files=config_files, runner_config=runner_config, all_evals=all_evals,
                         evals_only=evals_only, pr_number=pr_number, link_repo=link_repo)
     report = run_gate(opts)
+    for w in report.warnings:
+        typer.echo(w, err=True)
     typer.echo(report.summary())
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from infx.changelog import git
 from infx.changelog.appendonly import append_only_delta, scope_diagnostics
-from infx.changelog.history import ChangeSet, PullRequestContext, check_history
+from infx.changelog.history import ChangeSet, PullRequestContext, check_history, layout_warnings
 from infx.changelog.models import Changelog, ParsedEntry
 from infx.changelog.parse import entry_start_lines, parse_appended, parse_changelog
 from infx.changelog.resolve import resolve_entry, unmatched_diagnostic
@@ -78,6 +78,8 @@ class GateReport(BaseModel):
     change: ChangeSet
     matrix: ChangelogMatrix
     seconds: float
+    #: blank-line layout of the appended text (FILE:LINE:COL: warning: ... with the fix); never blocks
+    warnings: list[str] = []
 
     def summary(self) -> str:
         c = self.change
@@ -247,10 +249,11 @@ def _entry_rows(opts: GateOptions, a: ParsedEntry, keys: list[str], head_cat: Ca
 def run_gate(opts: GateOptions) -> GateReport:
     """History gate + pattern resolution + matrix generation."""
     t0 = time.perf_counter()
-    _, head, change = check_change(opts)
+    base, head, change = check_change(opts)
     matrix = build_matrix(opts, head, change)
+    warnings = [str(d) for d in layout_warnings(base, head, change)]
     return GateReport(changelog_file=opts.changelog_file, change=change, matrix=matrix,
-                      seconds=time.perf_counter() - t0)
+                      seconds=time.perf_counter() - t0, warnings=warnings)
 
 
 def changelog_points(repo: str | Path, base_ref: str, head_ref: str, *, changelog_file: str = DEFAULT_CHANGELOG,

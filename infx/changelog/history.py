@@ -2,9 +2,10 @@
 
 * Every base entry is unchanged in the head at the same index, except a **pr-link-only
   correction** (the new link canonical and pointing at a different pull request).
-* New entries are **appended at the physical end**: the head bytes start with the base bytes,
-  each appended entry is preceded by exactly one empty line, and the file does not end with a
-  blank line. Historical bytes, stray whitespace included, are immutable.
+* New entries are **appended at the physical end**: the head bytes start with the base bytes.
+  Historical bytes, stray whitespace included, are immutable (errors). Each appended entry should
+  be preceded by exactly one empty line and the file should not end with a blank line: those are
+  warnings with their fix (:func:`layout_warnings`), never errors.
 * Corrections and additions are never mixed in one change.
 * New entries carry a canonical link; on a pull request, the PR's own link or ``XXX``.
 
@@ -27,7 +28,7 @@ from infx.changelog.models import (
     canonical_pr_link,
     pr_link_number,
 )
-from infx.changelog.parse import ends_with_blank_line, entry_start_lines
+from infx.changelog.parse import entry_start_lines
 from infx.diagnostics import Diagnostic, InfxError
 
 _ANY_PR_NUMBER = re.compile(r"/pull/(" + NUMBER_ID + r")(?![0-9])")
@@ -209,34 +210,11 @@ def validate_raw_change(base: Changelog, head: Changelog, change: ChangeSet) -> 
                 f"{_entry_label_at(b, _line_of(b, off))} (line {line}): historical bytes changed; "
                 "historical whitespace and formatting are immutable"))
         suffix = h[len(b):]
-        blank_end = ends_with_blank_line(b)
-        expect = b"- config-keys:" if (blank_end or not b) else b"\n- config-keys:"
-        first_line = _line_of(h, len(b))
-        base_lines = b.count(b"\n")
-        lines = h.split(b"\n")
-        diags: list[Diagnostic] = []
-        for a in change.additions:
-            i = a.line - 1  # 0-based index of the '- config-keys:' line
-            if i == 0:
-                continue
-            before = lines[i - 1]
-            before2 = lines[i - 2] if i >= 2 else b"x"
-            # a new blank line must be empty; a historical whitespace-only last line counts as the blank line
-            blank = before == b"" or (i <= base_lines and before.strip() == b"")
-            if not blank or before2.strip() == b"":
-                diags.append(_diag(head, a.line,
-                    f"{a.label}: a new entry must be preceded by exactly one empty line"))
-        if not diags and not suffix.startswith(expect):
-            lead = "one empty line and " if expect.startswith(b"\n") else ""
-            diags.append(_diag(head, change.additions[0].line,
-                f"{change.additions[0].label}: appended text must start with {lead}'- config-keys:' "
-                f"right after the last historical line (line {first_line - 1})"))
-        if h.endswith(b"\n\n"):
-            diags.append(_diag(head, _line_of(h, len(h) - 1),
-                f"{change.additions[-1].label}: the file must not end with a blank line"))
-        if diags:
-            raise InfxError(diags)
-        return
+        if b and not suffix.lstrip(b"\n").startswith(b"- config-keys:"):
+            raise InfxError(_diag(head, change.additions[0].line,
+                f"{change.additions[0].label}: appended text must start with '- config-keys:' after the last "
+                f"historical line (line {_line_of(h, len(b)) - 1}), separated by one empty line"))
+        return  # the blank-line layout of the appended text: warnings (layout_warnings), never errors
     if change.corrections:
         bl, hl = b.split(b"\n"), h.split(b"\n")
         if len(bl) != len(hl):
@@ -267,6 +245,40 @@ def validate_raw_change(base: Changelog, head: Changelog, change: ChangeSet) -> 
         raise InfxError(_diag(head, line,
             f"{_entry_label_at(h, line)} (line {line}): historical bytes changed; "
             "historical whitespace and formatting are immutable"))
+
+
+def layout_warnings(base: Changelog, head: Changelog, change: ChangeSet) -> list[Diagnostic]:
+    """Blank lines around appended entries, each a warning with its fix: InferenceX merges changes
+    with two blank lines before the new entry, or a trailing blank line, so these never block."""
+    if not change.additions:
+        return []
+    h = head.data
+    lines = h.split(b"\n")
+    out: list[Diagnostic] = []
+    for a in change.additions:
+        i = a.line - 1  # 0-based index of the '- config-keys:' line
+        if i == 0:
+            continue
+        blanks = 0
+        while i - blanks - 1 >= 0 and lines[i - blanks - 1].strip() == b"":
+            blanks += 1
+        if blanks == 1:
+            continue
+        if blanks == 0:
+            msg = f"{a.label}: no empty line before the new entry; fix: insert one empty line before line {a.line}"
+            line = a.line
+        else:
+            first = a.line - blanks
+            line = first + 1  # the second blank line
+            what = "lines" if blanks - 1 > 1 else "line"
+            msg = (f"{a.label}: {blanks} blank lines before the new entry; fix: delete {what} {first + 1}"
+                   + (f"-{a.line - 1}" if blanks > 2 else "") + " (one empty line separates entries)")
+        out.append(Diagnostic(msg, head.file, line, 1, severity="warning"))
+    if h.endswith(b"\n\n"):
+        n = _line_of(h, len(h) - 1)
+        out.append(Diagnostic(f"{change.additions[-1].label}: the file ends with a blank line; fix: delete line {n}",
+                              head.file, n, 1, severity="warning"))
+    return out
 
 
 def check_history(base: Changelog, head: Changelog, pr: PullRequestContext) -> ChangeSet:

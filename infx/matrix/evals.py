@@ -5,8 +5,10 @@ model/runner/framework/precision), so whole arms lose their eval and vanish unde
 ``--evals-only``. Here an *arm* is every field that distinguishes two rows of one catalog entry
 except the concurrency (and the derived exp-name and eval flags): tp, pp, dcp, pcp, ep, dp-attn,
 spec-decoding, kv-offloading and backend, router, image, prefill/decode workers, runner, isl/osl.
-Eligibility is the reference's: fixed rows at 8k1k with conc >= 16; agentic rows (when agentic
-evals are on) at the arm's max conc. Every arm with an eligible point gets at least one eval.
+Eligibility is the reference's: fixed rows at 8k1k with conc >= 16; single-node agentic rows
+(when agentic evals are on) at the arm's max conc; multinode agentic rows, like fixed multinode
+ones, at the arm's highest conc >= 16. An arm with no eligible concurrency is reported, never
+given an eval. Every arm with an eligible point gets at least one eval.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ def arm_label(g: Gen) -> str:
         extra.append(f"spec {r['spec-decoding']}")
     if r.get("kv-offloading") not in (None, "none"):
         extra.append(f"kv {r['kv-offloading']}")
+    if "prefill" in r and r.get("scenario-type") == "agentic-coding":
+        extra.append(f"conc {_max_conc(r)}")  # multinode agentic arms are often one concurrency each
     return f"{g.key}[{', '.join([topo] + extra)} @ {r['runner']}]"
 
 
@@ -102,13 +106,28 @@ def mark_evals(gens: list[Gen], include_agentic: bool) -> list[str]:
         if g.kind.startswith("agentic"):
             g.row["run-eval"] = False
     if include_agentic:
-        for kind in ("agentic-sn", "agentic-mn"):
-            for rows in _groups(gens, kind).values():
-                top = max(rows, key=lambda g: _max_conc(g.row))  # max() keeps the first on ties
-                top.row["run-eval"] = True
-                if kind == "agentic-mn":
-                    top.row["eval-conc"] = _max_conc(top.row)
+        for rows in _groups(gens, "agentic-sn").values():
+            top = max(rows, key=lambda g: _max_conc(g.row))  # max() keeps the first on ties
+            top.row["run-eval"] = True
+        # Multinode agentic: as fixed multinode, the highest eligible (>= 16) conc per arm; an arm whose
+        # concurrencies are all below 16 gets no eval and is reported.
+        for rows in _groups(gens, "agentic-mn").values():
+            best_mn: tuple[int, Gen] | None = None
+            for g in rows:
+                cs = [c for c in _concs(g.row) if c >= MIN_EVAL_CONC]
+                if cs and (best_mn is None or max(cs) > best_mn[0]):
+                    best_mn = (max(cs), g)
+            if best_mn is None:
+                orphans.append(arm_label(rows[0]))
+                continue
+            best_mn[1].row["run-eval"] = True
+            best_mn[1].row["eval-conc"] = best_mn[0]
     return orphans
+
+
+def _concs(row: dict[str, Any]) -> list[int]:
+    c: int | list[int] = row["conc"]
+    return list(c) if isinstance(c, list) else [c]
 
 
 def _max_conc(row: dict[str, Any]) -> int:

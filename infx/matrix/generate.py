@@ -298,7 +298,7 @@ def _finish(gens: list[Gen], evals: str, on_warning: Callable[[str], None] | Non
                 g.row["eval-only"] = True
         if orphans:
             _warn(on_warning, list_message(f"{len(orphans)} topology arm(s) have no eval-eligible point (evals need "
-                                           "8k1k rows with conc >= 16)", orphans))
+                                           "8k1k rows, or multinode agentic rows, with conc >= 16)", orphans))
     rows = []
     for g in gens:
         g.row["point-id"] = point_id(g.row, g.key)

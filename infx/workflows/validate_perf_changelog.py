@@ -3,8 +3,11 @@
 
 Same check as ``infx changelog validate`` (see :mod:`infx.changelog.gate`): the head file ends
 with a newline and keeps history append-only, the new entries' keys resolve at the head
-revision, and their matrix generates. Exit 0 and a ``Validated ...`` line on success; exit 2
-with one ``FILE:LINE:COL: error: ...`` line per problem (naming the entry) on rejection.
+revision, and their matrix generates. Blank lines around the appended entries (two before an
+entry, a trailing one) are ``FILE:LINE:COL: warning: ...`` lines with the fix on stderr, never a
+rejection; an entry inserted before history or a changed historical byte is an error. Exit 0
+and a ``Validated ...`` line on success; exit 2 with one ``FILE:LINE:COL: error: ...`` line per
+problem (naming the entry) on rejection.
 The pull request number comes from ``--pr-number`` or the GitHub ``pull_request`` event.
 argparse keeps the import path light for CI.
 """
@@ -50,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         for d in exc.diagnostics:
             print(str(d), file=sys.stderr)
         return EXIT_BAD_INPUT
+    for w in report.warnings:
+        print(w, file=sys.stderr)
     print(report.summary())
     return 0
 

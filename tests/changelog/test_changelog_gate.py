@@ -171,29 +171,33 @@ def test_missing_final_newline(seeded_repo: tuple[GitRepo, str]) -> None:
 
 
 def test_two_blank_lines_before_an_entry(seeded_repo: tuple[GitRepo, str]) -> None:
+    """InferenceX merged such changes: a warning with the fix, never a rejection."""
     repo, base = seeded_repo
     new = real_changelog() + b"\n\n" + seed_entry()
     head = repo.commit({LOG: new})
-    (err,) = rejected(repo, base, head)
+    report = gate(repo, base, head)
     line = line_of(new, b"    - " + SEED_KEY.encode()) - 1
-    assert err == (f"{LOG}:{line}:1: error: entry #{N + 1} [{SEED_KEY}]: "
-                   "a new entry must be preceded by exactly one empty line")
+    assert report.warnings == [f"{LOG}:{line - 1}:1: warning: entry #{N + 1} [{SEED_KEY}]: 2 blank lines before "
+                               f"the new entry; fix: delete line {line - 1} (one empty line separates entries)"]
+    assert len(report.change.additions) == 1
 
 
 def test_no_blank_line_before_an_entry(seeded_repo: tuple[GitRepo, str]) -> None:
     repo, base = seeded_repo
     head = repo.commit({LOG: real_changelog() + seed_entry()})
-    (err,) = rejected(repo, base, head)
-    assert f"entry #{N + 1} [{SEED_KEY}]: a new entry must be preceded by exactly one empty line" in err
+    report = gate(repo, base, head)
+    (w,) = report.warnings
+    assert f"warning: entry #{N + 1} [{SEED_KEY}]: no empty line before the new entry; fix: insert one" in w
 
 
 def test_trailing_blank_line(seeded_repo: tuple[GitRepo, str]) -> None:
     repo, base = seeded_repo
     new = appended(b"\n")
     head = repo.commit({LOG: new})
-    (err,) = rejected(repo, base, head)
     n_lines = new.count(b"\n")
-    assert err == f"{LOG}:{n_lines}:1: error: entry #{N + 1} [{SEED_KEY}]: the file must not end with a blank line"
+    assert gate(repo, base, head).warnings == [
+        f"{LOG}:{n_lines}:1: warning: entry #{N + 1} [{SEED_KEY}]: the file ends with a blank line; "
+        f"fix: delete line {n_lines}"]
 
 
 def test_pattern_matching_no_key(seeded_repo: tuple[GitRepo, str]) -> None:
@@ -271,15 +275,57 @@ def test_ci_module_reads_the_pull_request_event(seeded_repo: tuple[GitRepo, str]
     assert proc.returncode == 0, proc.stderr
 
 
-def test_cli_rejection_exit_code_and_diagnostic(seeded_repo: tuple[GitRepo, str]) -> None:
-    repo, base = seeded_repo
-    head = repo.commit({LOG: real_changelog() + b"\n\n" + seed_entry()})
-    proc = subprocess.run([sys.executable, "-m", "infx", "changelog", "validate", "--base-ref", base,
+def _validate(repo: GitRepo, base: str, head: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "infx.workflows.validate_perf_changelog", "--base-ref", base,
                            "--head-ref", head, "--repo", str(repo.path)],
                           check=False, capture_output=True, text=True, cwd=REPO_ROOT)
+
+
+def test_cli_rejection_exit_code_and_diagnostic(seeded_repo: tuple[GitRepo, str]) -> None:
+    """An entry inserted before the last historical one: an error at its line, exit 2 (both CLIs)."""
+    repo, base = seeded_repo
+    data = real_changelog()
+    last = data.rindex(b"\n- config-keys:") + 1
+    new = data[:last] + seed_entry() + b"\n" + data[last:]
+    head = repo.commit({LOG: new})
+    line = new.count(b"\n", 0, last) + 1
+    for proc in (_validate(repo, base, head),
+                 subprocess.run([sys.executable, "-m", "infx", "changelog", "validate", "--base-ref", base,
+                                 "--head-ref", head, "--repo", str(repo.path)],
+                                check=False, capture_output=True, text=True, cwd=REPO_ROOT)):
+        assert proc.returncode == 2
+        assert proc.stderr.startswith(f"{LOG}:{line}:1: error: entry #{N}") and "inserted before historical entry" \
+            in proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_cli_historical_whitespace_is_an_error_at_its_line(seeded_repo: tuple[GitRepo, str]) -> None:
+    repo, base = seeded_repo
+    data = real_changelog()
+    at = data.index(b"\n", data.index(b"  pr-link:", len(data) // 2))
+    line = data.count(b"\n", 0, at) + 1
+    new = data[:at] + b" " + data[at:] + b"\n" + seed_entry()  # a trailing space on a historical line
+    proc = _validate(repo, base, repo.commit({LOG: new}))
     assert proc.returncode == 2
-    assert proc.stderr.startswith(f"{LOG}:") and f"entry #{N + 1}" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"{LOG}:{line}:1: error: ") and "historical" in proc.stderr
+
+
+def test_cli_blank_line_layout_is_a_warning_with_the_fix(seeded_repo: tuple[GitRepo, str]) -> None:
+    """Two blank lines before the entry, or a trailing blank line: exit 0, a warning naming the fix."""
+    repo, base = seeded_repo
+    two = real_changelog() + b"\n\n" + seed_entry()
+    proc = _validate(repo, base, repo.commit({LOG: two}))
+    assert proc.returncode == 0, proc.stderr
+    second = two.count(b"\n", 0, len(real_changelog()) + 1) + 1
+    assert proc.stderr.startswith(f"{LOG}:{second}:1: warning: entry #{N + 1}") and f"fix: delete line {second}" \
+        in proc.stderr
+    assert proc.stdout.startswith("Validated perf-changelog.yaml")
+    trailing = appended(b"\n")
+    proc = _validate(repo, base, repo.commit({LOG: trailing}))
+    assert proc.returncode == 0, proc.stderr
+    n = trailing.count(b"\n")
+    assert proc.stderr == (f"{LOG}:{n}:1: warning: entry #{N + 1} [{SEED_KEY}]: the file ends with a blank line; "
+                           f"fix: delete line {n}\n")
 
 
 def test_bad_revision_is_a_diagnostic(seeded_repo: tuple[GitRepo, str]) -> None:

@@ -7,7 +7,7 @@ import re
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from infx.changelog.history import PullRequestContext, check_history
+from infx.changelog.history import PullRequestContext, check_history, layout_warnings
 from infx.changelog.parse import parse_appended, parse_changelog
 from infx.diagnostics import InfxError
 
@@ -55,6 +55,10 @@ def test_any_edit_of_history_is_rejected(pos: int, edit: bytes, append: bool) ->
     assert mutated != HISTORY
     head = mutated + (b"\n" + seed_entry() if append else b"")
     expected = "accepted:0+1" if _is_link_correction(mutated) and not append else "rejected"
+    if append and mutated.startswith(HISTORY) and not mutated[len(HISTORY):].strip(b"\n"):
+        # only blank lines after history: the same bytes as an append with extra blank lines before
+        # the new entry, which is a layout warning (layout_warnings), not a history change
+        expected = "accepted:1+0"
     if append and mutated == HISTORY[:-1]:
         # deleting history's final newline is undone by the separator of the appended entry:
         # the head is then the untouched history plus a valid append
@@ -80,4 +84,8 @@ def test_appending_valid_entries_is_accepted(entries: list[bytes]) -> None:
     head = HISTORY + b"\n".join(entries)
     assert verdict(head) == f"accepted:{len(entries)}+0"
     assert parse_appended(BASE, head, "log.yaml") == parse_changelog(head, "log.yaml")
-    assert verdict(HISTORY + b"\n" + b"\n".join(entries)) == "rejected"  # that would be two blank lines
+    two_blank = HISTORY + b"\n" + b"\n".join(entries)  # two blank lines before the first new entry
+    assert verdict(two_blank) == f"accepted:{len(entries)}+0"
+    head = parse_changelog(two_blank, "log.yaml")
+    warns = layout_warnings(BASE, head, check_history(BASE, head, PUSH))
+    assert [w.severity for w in warns] == ["warning"] and "2 blank lines before the new entry" in warns[0].message

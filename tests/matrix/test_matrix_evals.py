@@ -33,9 +33,9 @@ def arm(row: dict[str, Any]) -> str:
 
 
 def eligible(row: dict[str, Any]) -> bool:
-    if row.get("scenario-type") == "agentic-coding":
-        return True
     concs = row["conc"] if isinstance(row["conc"], list) else [row["conc"]]
+    if row.get("scenario-type") == "agentic-coding":
+        return "prefill" not in row or max(concs) >= 16  # multinode agentic: conc >= 16, as fixed multinode
     return (row["isl"], row["osl"]) == (8192, 1024) and max(concs) >= 16
 
 
@@ -64,6 +64,28 @@ def test_arms_without_eligible_point_are_named_in_one_warning(compat_rows: dict[
     warns = compat_rows["warnings"]
     assert len(warns) == 2  # one per generation call (default and evals-only)
     assert "dsr1-fp4-mi355x-atom[tp8, 8192/1024 @ mi355x]" in warns[0]  # tp8 only has conc 4
+
+
+def test_multinode_agentic_arms_below_conc_16_get_no_eval(compat: Path, compat_rows: dict[str, Any]) -> None:
+    """The conc >= 16 bound holds for multinode agentic arms too: an arm whose concurrencies are all
+    below 16 (kimik3's dynamo dspark arm runs only conc 1) gets no eval, as in InferenceX, and says so."""
+    key = "kimik3-fp4-b200-dynamo-vllm-agentic-dspark"
+    cat = load_catalog([compat / "amd-master.yaml", compat / "nvidia-master.yaml"])
+    runners = load_runners(compat / "runners.yaml")
+    warnings: list[str] = []
+    no_evals = test_config_rows(cat, runners, [key], evals="none")
+    low = [r for r in no_evals if max(r["conc"]) < 16]
+    assert low and len(low) < len(no_evals)  # conc 1..8 arms (one config file each) and conc >= 16 ones
+    evals = test_config_rows(cat, runners, [key], evals="evals-only", on_warning=warnings.append)
+    assert evals and all(r["eval-conc"] >= 16 and r["eval-conc"] == max(r["conc"]) for r in evals)
+    assert len(evals) == len(no_evals) - len(low)
+    assert len(warnings) == 1 and f"{len(low)} topology arm(s) have no eval-eligible point" in warnings[0]
+    assert f"{key}[p1x8 d0x8, spec mtp, kv dram, conc 1 @ cluster:b200-nscale]" in warnings[0]
+    mn_agentic = [r for r in compat_rows["evals-only"] if r.get("scenario-type") == "agentic-coding" and "prefill" in r]
+    assert mn_agentic and all(r["eval-conc"] >= 16 and r["eval-conc"] in r["conc"] for r in mn_agentic)
+    ref = json.loads((compat / "reference" / "full-sweep-evals-only.json").read_text())
+    assert not any(r.get("exp-name", "").startswith("kimik3") and "prefill" in r and max(r["conc"]) < 16
+                   for r in ref if r.get("scenario-type") == "agentic-coding")
 
 
 def test_default_mode_differs_from_reference_only_in_eval_marks(compat: Path, compat_rows: dict[str, Any]) -> None:
