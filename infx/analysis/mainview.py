@@ -293,15 +293,17 @@ def build_main_view(measured: Sequence[Measured], *, view: str, runs: Sequence[R
         for k in ("total", "input", "output"):
             ym.append(Metric(key=f"usd_mtok_{k}:{t}", label=f"$ per million {k} tokens ({t})", unit="$/Mtok",
                              direction=Direction.MIN, basis=k, inverse=True, input_metric=k == "input",
-                             missing=unpriced[t], missing_reason="not priced"))
+                             missing=unpriced.get(t, 0), missing_reason="not priced"))
     ym.append(Metric(key="j_per_tok_output", label="Joules per output token (measured GPU energy)", unit="J/tok",
                      direction=Direction.MIN, missing=no_power,
                      missing_reason="no valid power telemetry: left out of J/token"))
     notes = []
     if no_power:
         notes.append(f"J/token: {no_power} of {n} point(s) have no valid power telemetry and are left out")
-    for t, c in unpriced.items():
-        notes.append(f"$/Mtok ({t}): {c} point(s) not priced (their hardware has no price in {model.label})")
+    for t in tiers:
+        if unpriced.get(t):
+            notes.append(f"$/Mtok ({t}): {unpriced[t]} point(s) not priced (their hardware has no {t} price in "
+                         f"cost table {model.version})")
     bad = sum(v is not None for v in pts.invalid)
     if bad:
         notes.append(f"{bad} point(s) drawn as invalid (x marker) and kept off every envelope")

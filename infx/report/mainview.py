@@ -1,0 +1,99 @@
+"""The main view's page section (dashboard and report): the controls, the chart slots and the script that draws
+them (``mainview_page.js``). The report embeds the view's data once (one JSON script element); the dashboard
+fetches it from ``/api/mainview``. Also the verdict table of two curves (the existing frontier comparison)."""
+
+from __future__ import annotations
+
+import html
+import itertools
+import json
+from functools import lru_cache
+from importlib import resources
+
+from infx.analysis.compare import compare_frontiers
+from infx.analysis.mainview import MainView, group_frontier
+
+DATA_ID = "mv-data"
+#: Charts with at most this many curves get their verdict tables precomputed into the report (every pair).
+REPORT_VERDICT_CURVES = 6
+
+CSS = """
+#mainview .mv-controls{display:flex;flex-wrap:wrap;gap:10px;align-items:flex-start;background:#fff;
+border:1px solid #e3e3e3;border-radius:6px;padding:8px;font-size:13px}
+#mainview .mv-controls label{display:flex;flex-direction:column;gap:2px}
+#mainview select[multiple]{min-height:4.5em}
+#mainview .mv-tools{font-size:12px;padding:2px 4px} #mainview .mv-notes{color:#8a5a00}
+#mv-summary{font-size:12px;color:#555;margin:6px 0}
+"""
+
+
+@lru_cache(maxsize=1)
+def script() -> str:
+    return resources.files("infx.report").joinpath("mainview_page.js").read_text(encoding="utf-8")
+
+
+def section(*, api: str | None = None, data: MainView | None = None, verdicts: dict[str, str] | None = None,
+            as_of_box: bool = False) -> str:
+    """The main view's HTML: with ``data`` (the report) the view's JSON is embedded once; with ``api`` (the
+    dashboard) the page fetches it."""
+    e = html.escape
+    if data is not None:
+        payload = data.model_dump(mode="json")
+        payload["verdicts"] = verdicts or {}
+        text = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
+        embedded = f'<script type="application/json" id="{DATA_ID}">{text}</script>'
+        config = {"embedded": DATA_ID}
+    else:
+        embedded = ""
+        config = {"api": api or "/api"}
+    asof = ('<label>as of (date or run)<input id="mv-asof" placeholder="latest" size="12"></label>'
+            if as_of_box else "")
+    return f"""<section id="mainview" data-config="{e(json.dumps(config))}">
+<style>{CSS}</style>
+<div class="mv-controls">
+<label>y<select id="mv-y"></select></label>
+<label>x<select id="mv-x"></select></label>
+<label>$/GPU-hr (custom)<input id="mv-custom" size="6" placeholder="e.g. 2.5"></label>
+<label>chart<select id="mv-chart" multiple></select></label>
+<label>hardware<select id="mv-hw" multiple></select></label>
+<label>framework<select id="mv-fw" multiple></select></label>
+<label>run<select id="mv-run" multiple></select></label>
+{asof}
+</div>
+<p>Each curve is one hardware, framework, spec method and agg/disagg in one run: the best-config envelope over all
+its topologies and concurrencies (a step function through measured points, labelled by parallelism). Hollow
+markers are dominated within their curve; x markers are invalid points (kept off the envelope); open diamonds
+have a synthetic acceptance rate; dashed curves come from unofficial runs; bands are 95 % intervals. Click two
+curves for their verdict table.</p>
+<div id="mv-summary"></div>
+<div id="mv-charts"></div>
+<div id="mv-verdict"></div>
+{embedded}
+<script>{script()}</script>
+</section>"""
+
+
+def verdict_html(view: MainView, a: int, b: int, x: str = "interactivity", y: str = "tput_gpu_total") -> str:
+    """The verdict table of curves ``a`` and ``b`` on the axes ``x``/``y`` (:func:`compare_frontiers`)."""
+    from infx.report.html import _one_comparison
+
+    ga, gb = view.groups[a], view.groups[b]
+    xm, ym = view.metric(x), view.metric(y)
+    fa, fb = group_frontier(view, a, x, y), group_frontier(view, b, x, y)
+    if fa.empty or fb.empty:
+        return f"<p>{html.escape(ga.label)} vs {html.escape(gb.label)}: a curve has no points with these figures.</p>"
+    c = compare_frontiers(fa, fb, a_label=ga.label, b_label=gb.label, x_label=xm.label, x_unit=xm.unit,
+                          y_label=f"{ym.label} ({ym.unit})", workload=view.charts[ga.chart].label)
+    return f'<div class="mv-verdict">{_one_comparison(c)}</div>'
+
+
+def report_verdicts(view: MainView) -> dict[str, str]:
+    """Every pair's verdict on the default axes, for charts with few enough curves (the report is offline)."""
+    out: dict[str, str] = {}
+    for chart in view.charts:
+        ids = [g.id for g in view.groups if g.chart == chart.id]
+        if len(ids) > REPORT_VERDICT_CURVES:
+            continue
+        for a, b in itertools.combinations(ids, 2):
+            out[f"{a}-{b}"] = verdict_html(view, a, b)
+    return out

@@ -1,0 +1,297 @@
+// The cross-hardware main view, drawn in the page from the data sent once (infx.analysis.mainview.MainView):
+// filters, axis switching, envelopes (the same rule as infx.analysis.frontier.pareto_mask), CSV/PNG export per
+// chart, state in the URL's fragment (a link reproduces the view), charts drawn when they come into view.
+(function () {
+  "use strict";
+  const root = document.getElementById("mainview");
+  if (!root) return;
+  const cfg = JSON.parse(root.dataset.config || "{}");
+  let D = null;
+  const S = { x: "interactivity", y: "tput_gpu_total", chart: "", hw: "", fw: "", run: "", custom: "", as_of: "",
+              runs: "", sel: "" };
+  const palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
+                   "#7f7f7f", "#bcbd22"];
+  const drawn = new Set();
+  let observer = null;
+
+  function readState() {
+    const q = new URLSearchParams(location.hash.replace(/^#/, ""));
+    for (const k of Object.keys(S)) if (q.has(k)) S[k] = q.get(k);
+  }
+  function writeState() {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(S)) if (v) q.set(k, v);
+    const h = "#" + q.toString();
+    if (location.hash !== h) history.replaceState(null, "", h);
+  }
+  const list = (v) => (v ? v.split(",").filter(Boolean) : []);
+
+  function metric(key) {
+    if (key === "usd_mtok_custom") {
+      return { key: key, label: "$ per million total tokens at $" + S.custom + "/GPU-hr", unit: "$/Mtok",
+               direction: "min", basis: "total", inverse: true, input_metric: false };
+    }
+    return D.x_metrics.concat(D.y_metrics).find((m) => m.key === key);
+  }
+  function xKey() {  // input-token metrics read against TTFT, as InferenceX does
+    const ym = metric(S.y);
+    return ym && ym.input_metric && S.x === "interactivity" ? "ttft" : S.x;
+  }
+  function yValues(key) {
+    if (key === "usd_mtok_custom") {
+      const price = parseFloat(S.custom);
+      return D.points.y.tput_gpu_total.map((t) => (t && price > 0 ? price / (t * 3600 / 1e6) : null));
+    }
+    return D.points.y[key];
+  }
+
+  // the envelope of each group: sort x best first, then y best first; keep a point when its y is the best of
+  // its x and better than every strictly better x's (ties kept, invalid and missing figures never on it)
+  function envelope(idx, xs, ys, xdir, ydir) {
+    const sx = xdir === "max" ? 1 : -1, sy = ydir === "max" ? 1 : -1;
+    const v = idx.filter((i) => xs[i] != null && ys[i] != null && isFinite(xs[i]) && isFinite(ys[i]) &&
+                                D.points.invalid[i] == null);
+    v.sort((a, b) => (xs[b] * sx - xs[a] * sx) || (ys[b] * sy - ys[a] * sy));
+    const on = new Set();
+    let best = -Infinity, k = 0;
+    while (k < v.length) {
+      let j = k;
+      while (j < v.length && xs[v[j]] === xs[v[k]]) j++;
+      const top = ys[v[k]] * sy;
+      if (top > best) for (let t = k; t < j; t++) if (ys[v[t]] * sy === top) on.add(v[t]);
+      best = Math.max(best, top);
+      k = j;
+    }
+    return on;
+  }
+
+  function visibleGroups() {
+    const hw = list(S.hw), fw = list(S.fw), runs = list(S.run);
+    return D.groups.filter((g) => (!hw.length || hw.includes(g.hardware)) && (!fw.length || fw.includes(g.framework))
+                                  && (!runs.length || runs.includes(g.run_id)));
+  }
+  function visibleCharts() {
+    const want = list(S.chart);
+    const groups = visibleGroups();
+    return D.charts.filter((c) => (!want.length || want.includes(String(c.id))) && groups.some((g) => g.chart === c.id));
+  }
+
+  // what one chart shows: per group its points, envelope membership and band
+  function chartModel(chartId) {
+    const xk = xKey(), xs = D.points.x[xk], ys = yValues(S.y);
+    const xm = metric(xk), ym = metric(S.y);
+    const groups = visibleGroups().filter((g) => g.chart === chartId);
+    const byGroup = new Map(groups.map((g) => [g.id, []]));
+    D.points.group.forEach((g, i) => { if (byGroup.has(g)) byGroup.get(g).push(i); });
+    const out = [];
+    for (const g of groups) {
+      const idx = byGroup.get(g.id);
+      const on = envelope(idx, xs, ys, xm.direction, ym.direction);
+      out.push({ group: g, idx: idx, on: on, xs: xs, ys: ys });
+    }
+    return { xm: xm, ym: ym, xk: xk, groups: out };
+  }
+
+  function traces(model) {
+    const t = [];
+    const step = model.xm.direction === "max" ? "vh" : "hv";
+    model.groups.forEach((m, n) => {
+      const g = m.group, colour = palette[g.id % palette.length];
+      const dash = g.official ? "solid" : "dash";
+      const pts = m.idx.filter((i) => m.xs[i] != null && m.ys[i] != null);
+      const missing = m.idx.length - pts.length;
+      t.push({ type: "scatter", mode: "markers", name: g.label + (missing ? " (" + missing + " without a value)" : ""),
+               legendgroup: "g" + g.id, meta: { group: g.id, kind: "points" },
+               x: pts.map((i) => m.xs[i]), y: pts.map((i) => m.ys[i]),
+               customdata: pts.map((i) => [D.points.run_id[i], D.points.point_id[i], m.on.has(i) ? 1 : 0]),
+               text: pts.map((i) => D.points.parallelism[i] + " c" + D.points.conc[i] +
+                     (D.points.invalid[i] ? " INVALID: " + D.points.invalid[i] : "") +
+                     (D.points.acceptance[i] === "synthetic" ? " (synthetic acceptance)" : "")),
+               hovertemplate: "%{text}<br>x %{x:.4g}<br>y %{y:.4g}<extra>" + g.label + "</extra>",
+               marker: { color: colour, size: 7,
+                         symbol: pts.map((i) => D.points.invalid[i] ? "x" :
+                                 D.points.acceptance[i] === "synthetic" ? "diamond-open" :
+                                 m.on.has(i) ? "circle" : "circle-open"),
+                         opacity: pts.map((i) => (m.on.has(i) || D.points.invalid[i]) ? 1 : 0.4) } });
+      const env = Array.from(m.on).sort((a, b) => m.xs[a] - m.xs[b]);
+      if (!env.length) return;
+      const ci = model.ym.basis === "output" ? D.points.ci_output : D.points.ci_total;
+      if (model.ym.basis !== "none" && env.some((i) => ci[i])) {
+        const band = (lo) => env.map((i) => {
+          const c = ci[i]; if (!c) return m.ys[i];
+          const r = model.ym.inverse ? 1 / (lo ? c[1] : c[0]) : (lo ? c[0] : c[1]);
+          return m.ys[i] * r;
+        });
+        t.push({ type: "scatter", mode: "lines", x: env.map((i) => m.xs[i]), y: band(true), line: { width: 0, shape: step },
+                 showlegend: false, hoverinfo: "skip", legendgroup: "g" + g.id, meta: { group: g.id, kind: "band" } });
+        t.push({ type: "scatter", mode: "lines", x: env.map((i) => m.xs[i]), y: band(false), fill: "tonexty",
+                 fillcolor: colour + "22", line: { width: 0, shape: step }, showlegend: false, hoverinfo: "skip",
+                 legendgroup: "g" + g.id, meta: { group: g.id, kind: "band" } });
+      }
+      t.push({ type: "scatter", mode: "lines+text", x: env.map((i) => m.xs[i]), y: env.map((i) => m.ys[i]),
+               text: env.map((i) => D.points.parallelism[i]), textposition: "top right",
+               textfont: { size: 10, color: colour }, line: { color: colour, shape: step, dash: dash, width: 2 },
+               showlegend: false, legendgroup: "g" + g.id, hoverinfo: "skip", meta: { group: g.id, kind: "envelope" } });
+    });
+    return t;
+  }
+
+  function draw(chartId) {
+    const div = document.getElementById("mv-chart-" + chartId);
+    if (!div || !window.Plotly) return;
+    const model = chartModel(chartId);
+    const c = D.charts[chartId];
+    const xm = model.xm, ym = model.ym;
+    const layout = { title: { text: c.label + ": " + ym.label, font: { size: 14 } }, height: 460,
+                     margin: { t: 40, r: 10, b: 50, l: 70 },
+                     xaxis: { title: { text: xm.label + " (" + xm.unit + ")" } },
+                     yaxis: { title: { text: ym.label + " (" + ym.unit + ")" } }, legend: { font: { size: 10 } } };
+    window.Plotly.react(div, traces(model), layout, { displaylogo: false, responsive: true });
+    div.dataset.drawn = "1";
+    drawn.add(chartId);
+    if (!div.dataset.clicks) {
+      div.dataset.clicks = "1";
+      div.on("plotly_click", (ev) => { const p = ev.points && ev.points[0]; if (p && p.data.meta) pick(p.data.meta.group); });
+    }
+    const notes = document.getElementById("mv-notes-" + chartId);
+    const unpriced = visibleGroups().filter((g) => g.chart === chartId && S.y.startsWith("usd_mtok_") &&
+                                                   g.not_priced[S.y.split(":")[1]]);
+    notes.textContent = unpriced.map((g) => g.label + ": not priced (" + g.not_priced[S.y.split(":")[1]] + ")").join("; ");
+  }
+
+  function pick(groupId) {
+    const sel = list(S.sel).map(Number).filter((g) => g !== groupId);
+    sel.push(groupId);
+    S.sel = sel.slice(-2).join(",");
+    writeState();
+    verdict();
+  }
+  function verdict() {
+    const box = document.getElementById("mv-verdict");
+    const sel = list(S.sel).map(Number);
+    if (sel.length < 2) { box.innerHTML = sel.length ? "<p>Picked " + esc(D.groups[sel[0]].label) + ": click a second curve.</p>" : ""; return; }
+    const [a, b] = sel;
+    if (cfg.api) {
+      const q = new URLSearchParams({ a: a, b: b, x: xKey(), y: S.y === "usd_mtok_custom" ? "tput_gpu_total" : S.y });
+      if (S.runs) q.set("runs", S.runs);
+      if (S.as_of) q.set("as_of", S.as_of);
+      fetch(cfg.api + "/verdict?" + q.toString()).then((r) => r.text()).then((t) => { box.innerHTML = t; });
+    } else {
+      const v = (D.verdicts || {})[a + "-" + b] || (D.verdicts || {})[b + "-" + a];
+      box.innerHTML = v ? "<p><small>verdict on total tok/s per GPU vs interactivity</small></p>" + v :
+        "<p>No verdict table for this pair in the report (curves on different charts, or too many curves on " +
+        "the chart): <code>infx serve</code> computes any pair.</p>";
+    }
+  }
+  const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
+
+  function csv(chartId) {
+    const model = chartModel(chartId);
+    const head = ["chart", "group", "hardware", "framework", "spec", "disagg", "run_id", "point_id", "parallelism",
+                  "conc", model.xk, S.y, "on_envelope", "acceptance", "invalid"];
+    const rows = [head.join(",")];
+    const q = (v) => { const s = v == null ? "" : String(v); return /[",\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s; };
+    for (const m of model.groups) {
+      const g = m.group;
+      for (const i of m.idx) {
+        rows.push([D.charts[chartId].label, g.label, g.hardware, g.framework, g.spec, g.disagg ? "True" : "False",
+                   D.points.run_id[i], D.points.point_id[i], D.points.parallelism[i], D.points.conc[i],
+                   m.xs[i] == null ? "" : m.xs[i], m.ys[i] == null ? "" : m.ys[i], m.on.has(i) ? "True" : "False",
+                   D.points.acceptance[i], D.points.invalid[i] || ""].map(q).join(","));
+      }
+    }
+    return rows.join("\n") + "\n";
+  }
+  function download(name, text) {
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(new Blob([text], { type: "text/csv" }));
+    a.download = name;
+    document.body.appendChild(a); a.click(); a.remove();
+  }
+
+  function options(sel, items, chosen) {
+    sel.innerHTML = items.map(([v, t]) => '<option value="' + esc(v) + '"' + (chosen.includes(String(v)) ? " selected" : "") +
+                                          ">" + esc(t) + "</option>").join("");
+  }
+  function controls() {
+    const ys = D.y_metrics.map((m) => [m.key, m.label + (m.missing ? " (" + m.missing + " without a value)" : "")]);
+    ys.push(["usd_mtok_custom", "$/Mtok at a custom $/GPU-hr"]);
+    options(document.getElementById("mv-y"), ys, [S.y]);
+    options(document.getElementById("mv-x"), D.x_metrics.map((m) => [m.key, m.label]), [S.x]);
+    const uniq = (f) => Array.from(new Set(D.groups.map(f))).sort();
+    options(document.getElementById("mv-hw"), uniq((g) => g.hardware).map((h) => [h, h]), list(S.hw));
+    options(document.getElementById("mv-fw"), uniq((g) => g.framework).map((h) => [h, h]), list(S.fw));
+    options(document.getElementById("mv-run"), D.runs.map((r) => [r.run_id, r.run_id + (r.official ? "" : " (unofficial)")]), list(S.run));
+    options(document.getElementById("mv-chart"), D.charts.map((c) => [c.id, c.label]), list(S.chart));
+    document.getElementById("mv-custom").value = S.custom;
+    const asof = document.getElementById("mv-asof");
+    if (asof) asof.value = S.as_of;
+  }
+  function bind() {
+    const multi = (id, key) => document.getElementById(id).addEventListener("change", (e) => {
+      S[key] = Array.from(e.target.selectedOptions).map((o) => o.value).join(","); refresh(); });
+    document.getElementById("mv-y").addEventListener("change", (e) => { S.y = e.target.value; refresh(); });
+    document.getElementById("mv-x").addEventListener("change", (e) => { S.x = e.target.value; refresh(); });
+    multi("mv-hw", "hw"); multi("mv-fw", "fw"); multi("mv-run", "run"); multi("mv-chart", "chart");
+    document.getElementById("mv-custom").addEventListener("change", (e) => {
+      S.custom = e.target.value; if (S.custom) S.y = "usd_mtok_custom"; controls(); refresh(); });
+    const asof = document.getElementById("mv-asof");
+    if (asof) asof.addEventListener("change", (e) => { S.as_of = e.target.value; writeState(); load(); });
+  }
+
+  function layoutCharts() {
+    const box = document.getElementById("mv-charts");
+    const charts = visibleCharts();
+    box.innerHTML = charts.map((c) => '<div class="chart mv-chart"><div class="mv-tools"><button data-csv="' + c.id +
+      '">CSV</button> <button data-png="' + c.id + '">PNG</button> <span class="mv-notes" id="mv-notes-' + c.id +
+      '"></span></div><div id="mv-chart-' + c.id + '" data-chart="' + c.id + '" style="min-height:460px"></div></div>').join("") ||
+      "<p>No curve matches the filters.</p>";
+    drawn.clear();
+    box.querySelectorAll("[data-csv]").forEach((b) => b.addEventListener("click", () => {
+      const id = Number(b.dataset.csv); download("infx-" + D.charts[id].label.replace(/[^\w.-]+/g, "_") + ".csv", csv(id)); }));
+    box.querySelectorAll("[data-png]").forEach((b) => b.addEventListener("click", () => {
+      const id = Number(b.dataset.png);
+      window.Plotly.downloadImage(document.getElementById("mv-chart-" + id),
+                                  { format: "png", filename: "infx-" + D.charts[id].label.replace(/[^\w.-]+/g, "_") }); }));
+    if (observer) observer.disconnect();
+    observer = "IntersectionObserver" in window ? new IntersectionObserver((entries) => {
+      for (const e of entries) if (e.isIntersecting) { const id = Number(e.target.dataset.chart); if (!drawn.has(id)) draw(id); }
+    }, { rootMargin: "200px" }) : null;
+    box.querySelectorAll("[data-chart]").forEach((d) => observer ? observer.observe(d) : draw(Number(d.dataset.chart)));
+  }
+  function refresh() {
+    writeState();
+    layoutCharts();
+    const notes = D.notes.slice();
+    const ym = metric(S.y);
+    if (ym && ym.missing) notes.unshift(ym.label + ": " + ym.missing + " point(s) without a value (" + ym.missing_reason + ")");
+    if (xKey() !== S.x) notes.unshift("x is TTFT (P99): an input-token metric is read against time to first token");
+    document.getElementById("mv-summary").textContent = notes.join(" | ");
+    verdict();
+    root.dataset.ready = "1";
+    if (window.performance && performance.mark) performance.mark("infx-mainview-ready");
+  }
+  function start(data) {
+    D = data;
+    controls();
+    refresh();
+  }
+  function load() {
+    root.dataset.ready = "";
+    if (cfg.embedded) { start(JSON.parse(document.getElementById(cfg.embedded).textContent)); return; }
+    const q = new URLSearchParams();
+    if (S.runs) q.set("runs", S.runs);
+    if (S.as_of) q.set("as_of", S.as_of);
+    fetch(cfg.api + "/mainview?" + q.toString()).then((r) => {
+      if (!r.ok) return r.text().then((t) => { throw new Error(t); });
+      return r.json();
+    }).then(start).catch((e) => { document.getElementById("mv-summary").textContent = String(e.message || e); root.dataset.ready = "error"; });
+  }
+  readState();
+  bind();
+  load();
+  window.infxMainView = { state: S, csv: csv, chartModel: chartModel, draw: draw,
+                          envelopeOf: (chartId) => { const m = chartModel(chartId); const out = {};
+                            m.groups.forEach((g) => { out[g.group.label] = Array.from(g.on).map((i) => D.points.point_id[i]).sort(); });
+                            return out; } };
+})();
