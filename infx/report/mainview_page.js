@@ -290,6 +290,14 @@
   readState();
   bind();
   load();
+  window.addEventListener("hashchange", () => {  // a link followed within the page
+    const before = S.runs + "|" + S.as_of;
+    for (const k of Object.keys(S)) S[k] = "";
+    S.x = "interactivity"; S.y = "tput_gpu_total";
+    readState();
+    if (S.runs + "|" + S.as_of !== before && cfg.api) { load(); return; }
+    if (D) { controls(); refresh(); }
+  });
   window.infxMainView = { state: S, csv: csv, chartModel: chartModel, draw: draw,
                           envelopeOf: (chartId) => { const m = chartModel(chartId); const out = {};
                             m.groups.forEach((g) => { out[g.group.label] = Array.from(g.on).map((i) => D.points.point_id[i]).sort(); });

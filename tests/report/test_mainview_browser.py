@@ -189,3 +189,45 @@ def test_main_view_in_chromium(served: tuple[str, Path, str]) -> None:
         assert "vs" in drv.execute_script("return document.querySelector('#mv-verdict h4').textContent;")
     finally:
         drv.quit()
+
+
+def test_report_main_view_embedded_once_and_drawn_when_in_view(tmp_path: Path) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from infx.report.build import write_report
+
+    root = tmp_path / "results"
+    write_cross_hardware_run(root, "run-a", models=("ma", "mb", "mc", "md"))
+    out = tmp_path / "report.html"
+    write_report(root, out)
+    text = out.read_text()
+    assert text.count('id="mv-data"') == 1  # the data once, not once per chart
+    assert text.count('"point_id":[') == 1
+    drv = _driver()
+    try:
+        drv.set_window_size(1280, 700)
+        drv.get(out.as_uri() + "#y=tput_gpu_output")
+        WebDriverWait(drv, HANG).until(lambda d: d.execute_script(
+            "return document.getElementById('mainview').dataset.ready === '1' && "
+            "document.getElementById('mv-chart-0') !== null;"))
+        drv.execute_script("document.getElementById('mv-chart-0').scrollIntoView();")
+        WebDriverWait(drv, HANG).until(lambda d: d.execute_script(
+            "return document.getElementById('mv-chart-0').dataset.drawn === '1';"))
+        # four charts (one per model); the last is far below the fold and not drawn until it comes into view
+        assert drv.execute_script("return document.querySelectorAll('[data-chart]').length;") == 4
+        assert drv.execute_script("return document.getElementById('mv-chart-3').dataset.drawn || '';") == ""
+        drv.execute_script("document.getElementById('mv-chart-3').scrollIntoView();")
+        WebDriverWait(drv, HANG).until(lambda d: d.execute_script(
+            "return document.getElementById('mv-chart-3').dataset.drawn === '1';"))
+        names = drv.execute_script("return document.getElementById('mv-chart-3').data.filter(t => t.meta && "
+                                   "t.meta.kind === 'points').map(t => t.name);")
+        assert sorted(names) == ["b200 vllm [run-a]", "mi355x vllm [run-a]"]
+        # the state came from the link: y is output tok/s per GPU
+        assert drv.execute_script("return document.getElementById('mv-y').value;") == "tput_gpu_output"
+        # two curves of one chart: their verdict table, precomputed into the offline report
+        drv.get(out.as_uri() + "#sel=0,1")
+        drv.refresh()  # a new fragment alone does not reload the page
+        WebDriverWait(drv, HANG).until(lambda d: d.execute_script(
+            "return document.querySelector('#mv-verdict table.ladder') !== null;"))
+    finally:
+        drv.quit()
