@@ -98,6 +98,7 @@ class Points(_M):
     conc: list[int] = []
     gpus: list[int] = []
     image: list[str] = []
+    launch: list[str | None] = []  # the launch fingerprint (the recipe the point was served with)
     acceptance: list[Acceptance] = []
     invalid: list[str | None] = []  # why the point is off every envelope (None: valid)
     ci_total: list[tuple[float, float] | None] = []  # relative 95 % interval of total / output tok/s
@@ -227,6 +228,7 @@ def build_main_view(measured: Sequence[Measured], *, view: str, runs: Sequence[R
         pts.conc.append(m.conc)
         pts.gpus.append(_gpus(m))
         pts.image.append(m.image)
+        pts.launch.append(m.launch_fingerprint)
         pts.acceptance.append(acceptance_of(m) if acceptance_of is not None else "measured")
         invalid = None
         if m.buffered_stream:

@@ -47,6 +47,7 @@ class ReportData:
     evals: list[EvalPoint] = field(default_factory=list)  # accuracy evals of this run (and the baseline)
     accuracy: list[AccuracyComparison] = field(default_factory=list)  # paired verdicts: arms, and vs baseline
     cost: Any = None  # infx.analysis.cost.CostView: the cost table applied at read time (never stored)
+    reliability: list[Any] = field(default_factory=list)  # infx.analysis.history.ReliabilityRow of the runs shown
     main_view: Any = None  # infx.analysis.mainview.MainView of the report's points (every hardware on one chart)
 
     def measured_at(self, point_id: str) -> Measured | None:
@@ -199,6 +200,10 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
         capacity = capacity_results(results_root, stored, measured) or None
     data.cost = load_cost_view(store, measured, stored, model=cost_model, tier=cost_tier, capacity=capacity)
     data.main_view = _main_view(data, cost_model, view)
+    from infx.analysis.history import reliability
+
+    shown = {r.run_id for r in data.main_view.runs}
+    data.reliability = [r for r in reliability(store) if r.run_id in shown]
     data.evals = load_evals(store, stored) if stored else []
     if run_id not in in_view:
         data.accuracy = compare_arm_accuracy(store, data.evals, run_id, None, None)

@@ -332,7 +332,8 @@ def main_view_section(data: ReportData) -> str:
     from infx.report.mainview import report_verdicts, section
 
     return ('<h2 id="main-view">Main view: hardware compared</h2>'
-            + section(data=data.main_view, verdicts=report_verdicts(data.main_view)))
+            + section(data=data.main_view, verdicts=report_verdicts(data.main_view),
+                      reliability=[r.model_dump(mode="json") for r in data.reliability]))
 
 
 def render_report(data: ReportData, *, plotly_js: Literal["inline"] | str = "inline",

@@ -33,13 +33,14 @@ def script() -> str:
 
 
 def section(*, api: str | None = None, data: MainView | None = None, verdicts: dict[str, str] | None = None,
-            as_of_box: bool = False) -> str:
+            as_of_box: bool = False, reliability: list[dict[str, object]] | None = None) -> str:
     """The main view's HTML: with ``data`` (the report) the view's JSON is embedded once; with ``api`` (the
     dashboard) the page fetches it."""
     e = html.escape
     if data is not None:
         payload = data.model_dump(mode="json")
         payload["verdicts"] = verdicts or {}
+        payload["reliability"] = reliability or []
         text = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
         embedded = f'<script type="application/json" id="{DATA_ID}">{text}</script>'
         config = {"embedded": DATA_ID}
@@ -68,6 +69,19 @@ curves for their verdict table.</p>
 <div id="mv-summary"></div>
 <div id="mv-charts"></div>
 <div id="mv-verdict"></div>
+<h3 id="mv-calculator">Calculator</h3>
+<p>Every curve of the chart at one target interactivity: tok/s per GPU, $/Mtok and tok/s per provisioned MW,
+interpolated between the two measured envelope points around it (none outside the measured range). Click two bars
+for their verdict.</p>
+<div class="mv-controls"><label>target interactivity (tok/s/user)<input id="mv-at" size="8" placeholder="e.g. 30">
+</label><span class="mv-tools"><button id="mv-calc-csv">CSV</button> <button id="mv-calc-png">PNG</button></span></div>
+<div id="mv-calc" class="chart"></div>
+<h3 id="mv-historical">Historical</h3>
+<p>The picked curve's y at the target interactivity as of each run's end (the store's snapshots), with 95 %
+intervals; a star marks a new image or launch recipe.</p>
+<div id="mv-history"></div>
+<h3 id="mv-reliability-heading">Reliability</h3>
+<div id="mv-reliability"></div>
 {embedded}
 <script>{script()}</script>
 </section>"""

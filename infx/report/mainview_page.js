@@ -8,7 +8,7 @@
   const cfg = JSON.parse(root.dataset.config || "{}");
   let D = null;
   const S = { x: "interactivity", y: "tput_gpu_total", chart: "", hw: "", fw: "", run: "", custom: "", as_of: "",
-              runs: "", sel: "" };
+              runs: "", sel: "", at: "", cchart: "" };
   const palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
                    "#7f7f7f", "#bcbd22"];
   const drawn = new Set();
@@ -165,6 +165,7 @@
     S.sel = sel.slice(-2).join(",");
     writeState();
     verdict();
+    drawHistory();
   }
   function verdict() {
     const box = document.getElementById("mv-verdict");
@@ -268,6 +269,9 @@
     if (xKey() !== S.x) notes.unshift("x is TTFT (P99): an input-token metric is read against time to first token");
     document.getElementById("mv-summary").textContent = notes.join(" | ");
     verdict();
+    drawCalc();
+    drawHistory();
+    if (!root.dataset.reliability) { root.dataset.reliability = "1"; drawReliability(); }
     root.dataset.ready = "1";
     if (window.performance && performance.mark) performance.mark("infx-mainview-ready");
   }
@@ -287,8 +291,141 @@
       return r.json();
     }).then(start).catch((e) => { document.getElementById("mv-summary").textContent = String(e.message || e); root.dataset.ready = "error"; });
   }
+
+  // ---------------------------------------------------------------- calculator, historical, reliability
+  // the envelope's value at interactivity t: linear between the two bracketing envelope points, the step's value
+  // between the measured edge and the first envelope point, none beyond (infx.analysis.frontier.interpolate)
+  function interpolate(m, t) {
+    const env = Array.from(m.on).sort((a, b) => m.xs[a] - m.xs[b]);
+    const all = m.idx.filter((i) => m.xs[i] != null && m.ys[i] != null && D.points.invalid[i] == null);
+    if (!env.length) return null;
+    const lo = Math.min(...all.map((i) => m.xs[i])), hi = Math.max(...all.map((i) => m.xs[i]));
+    if (t < lo || t > hi) return null;
+    const xs = env.map((i) => m.xs[i]), ys = env.map((i) => m.ys[i]);
+    if (t > xs[xs.length - 1]) return null;
+    if (t <= xs[0]) return ys[0];
+    let j = xs.findIndex((x) => x >= t);
+    if (xs[j] === t) return ys[j];
+    const w = (t - xs[j - 1]) / (xs[j] - xs[j - 1]);
+    return (1 - w) * ys[j - 1] + w * ys[j];
+  }
+  function calcModel() {
+    const t = parseFloat(S.at);
+    const charts = visibleCharts();
+    if (!charts.length || !(t > 0)) return null;
+    const cid = charts.some((c) => String(c.id) === S.cchart) ? Number(S.cchart) : charts[0].id;
+    const tier = S.y.startsWith("usd_mtok_") && S.y.includes(":") ? S.y.split(":")[1] : Object.keys(D.tiers)[0];
+    const keys = [["tput_gpu_total", "tok/s/GPU"], ["usd_mtok_total:" + tier, "$/Mtok (" + tier + ")"],
+                  ["tput_mw_total", "tok/s/MW"]];
+    const rows = visibleGroups().filter((g) => g.chart === cid).map((g) => {
+      const idx = D.points.group.map((gg, i) => (gg === g.id ? i : -1)).filter((i) => i >= 0);
+      const vals = keys.map(([k]) => {
+        const ys = D.points.y[k], xs = D.points.x.interactivity, ym = metric(k);
+        const on = envelope(idx, xs, ys, "max", ym.direction);
+        return interpolate({ idx: idx, on: on, xs: xs, ys: ys }, t);
+      });
+      return { group: g, values: vals };
+    });
+    return { chart: cid, target: t, keys: keys, rows: rows };
+  }
+  function drawCalc() {
+    const div = document.getElementById("mv-calc");
+    if (!div || !window.Plotly) return;
+    const cm = calcModel();
+    if (!cm) { div.innerHTML = "<p><small>Set a target interactivity to compare every curve there.</small></p>"; return; }
+    const traces = cm.keys.map(([k, label], n) => ({
+      type: "bar", xaxis: "x" + (n ? n + 1 : ""), yaxis: "y" + (n ? n + 1 : ""), name: label,
+      x: cm.rows.map((r) => r.group.label), y: cm.rows.map((r) => r.values[n]),
+      text: cm.rows.map((r) => (r.values[n] == null ? (k.startsWith("usd") && r.group.not_priced[k.split(":")[1]] ?
+             "not priced" : "out of range") : r.values[n].toPrecision(4))), textposition: "auto",
+      customdata: cm.rows.map((r) => r.group.id), meta: { kind: "calc", key: k } }));
+    const ax = (d) => ({ domain: d, automargin: true, tickfont: { size: 9 } });
+    const layout = { title: { text: D.charts[cm.chart].label + " at " + cm.target + " tok/s/user (interpolated from measured points)",
+                              font: { size: 13 } }, height: 380, showlegend: true, margin: { t: 40, b: 110 },
+                     xaxis: ax([0, 0.3]), xaxis2: ax([0.35, 0.65]), xaxis3: ax([0.7, 1]),
+                     yaxis: { anchor: "x", title: { text: cm.keys[0][1] } }, yaxis2: { anchor: "x2", title: { text: cm.keys[1][1] } },
+                     yaxis3: { anchor: "x3", title: { text: cm.keys[2][1] } } };
+    div.innerHTML = "";
+    window.Plotly.react(div, traces, layout, { displaylogo: false, responsive: true });
+    div.on("plotly_click", (ev) => { const p = ev.points && ev.points[0]; if (p) pick(p.customdata); });
+    div.dataset.drawn = "1";
+  }
+  function calcCsv() {
+    const cm = calcModel();
+    if (!cm) return "";
+    const rows = [["chart", "curve", "target_interactivity"].concat(cm.keys.map((k) => k[0])).join(",")];
+    for (const r of cm.rows) rows.push([D.charts[cm.chart].label, r.group.label, cm.target].concat(
+      r.values.map((v) => (v == null ? "" : v))).map((v) => (/[",]/.test(String(v)) ? '"' + v + '"' : v)).join(","));
+    return rows.join("\n") + "\n";
+  }
+
+  function drawHistory() {
+    const box = document.getElementById("mv-history");
+    if (!box) return;
+    const sel = list(S.sel).map(Number);
+    if (!cfg.api) { box.innerHTML = "<p><small>Historical views read the store's snapshots: <code>infx serve</code>.</small></p>"; return; }
+    const t = parseFloat(S.at);
+    if (!sel.length || !(t > 0)) { box.innerHTML = "<p><small>Pick a curve and set a target interactivity for its history.</small></p>"; return; }
+    const g = D.groups[sel[sel.length - 1]], c = D.charts[g.chart];
+    const q = new URLSearchParams({ model: c.model, scenario: c.scenario, precision: c.precision, hardware: g.hardware,
+                                    framework: g.framework, spec: g.spec, disagg: g.disagg ? "1" : "0", target: t,
+                                    x: "interactivity", y: S.y === "usd_mtok_custom" ? "tput_gpu_total" : S.y });
+    if (c.isl != null) q.set("isl", c.isl);
+    if (c.osl != null) q.set("osl", c.osl);
+    fetch(cfg.api + "/history?" + q.toString()).then((r) => r.json()).then((h) => {
+      box.innerHTML = '<div class="mv-tools"><button id="mv-history-csv">CSV</button></div><div id="mv-history-chart"></div>';
+      const pts = h.points.filter((p) => p.value != null);
+      const trace = { type: "scatter", mode: "lines+markers", line: { shape: "hv" }, name: g.hardware + " " + g.framework,
+        x: pts.map((p) => new Date(p.at * 1000).toISOString()), y: pts.map((p) => p.value),
+        text: pts.map((p) => p.run_id + (p.step ? " (new image or recipe)" : "")),
+        marker: { size: pts.map((p) => (p.step ? 13 : 7)), symbol: pts.map((p) => (p.step ? "star" : "circle")) },
+        error_y: { type: "data", symmetric: false, array: pts.map((p) => (p.hi == null ? 0 : p.hi - p.value)),
+                   arrayminus: pts.map((p) => (p.lo == null ? 0 : p.value - p.lo)) } };
+      window.Plotly.react("mv-history-chart", [trace], { title: { text: "History of " + g.hardware + " " + g.framework + " " +
+        c.label + ": " + metric(h.y).label + " at " + t + " tok/s/user", font: { size: 13 } }, height: 360 },
+        { displaylogo: false });
+      document.getElementById("mv-history-csv").addEventListener("click", () => download("infx-history.csv",
+        "date,run_id,value,lo,hi,step,note\n" + h.points.map((p) => [p.date, p.run_id || "", p.value == null ? "" : p.value,
+          p.lo == null ? "" : p.lo, p.hi == null ? "" : p.hi, p.step, '"' + (p.note || "").replace(/"/g, '""') + '"'].join(",")).join("\n") + "\n"));
+    });
+  }
+
+  function drawReliability() {
+    const box = document.getElementById("mv-reliability");
+    if (!box) return;
+    const show = (rows) => {
+      if (!rows || !rows.length) { box.innerHTML = "<p>No runs.</p>"; return; }
+      const head = "<tr><th>run</th><th>hardware</th><th>runner</th><th>done</th><th>failed</th><th>skipped</th>" +
+                   "<th>success</th><th>failure classes</th></tr>";
+      box.innerHTML = '<div class="mv-tools"><button id="mv-rel-csv">CSV</button></div><div id="mv-rel-chart"></div>' +
+        '<table id="mv-rel-table">' + head + rows.map((r) => "<tr><td>" + esc(r.run_id) + "</td><td>" + esc(r.hardware) +
+        "</td><td>" + esc(r.runner) + "</td><td class=num>" + r.done + "</td><td class=num>" + r.failed + "</td><td class=num>" +
+        r.skipped + "</td><td class=num>" + (r.done + r.failed ? (100 * r.done / (r.done + r.failed)).toFixed(1) + " %" : "&ndash;") +
+        "</td><td>" + esc(Object.entries(r.failure_classes).map(([k, v]) => k + " " + v).join(", ")) + "</td></tr>").join("") + "</table>";
+      const cat = rows.map((r) => r.run_id + " · " + r.hardware + " · " + r.runner);
+      const bar = (k, colour) => ({ type: "bar", name: k, x: cat, y: rows.map((r) => r[k]), marker: { color: colour } });
+      window.Plotly.react("mv-rel-chart", [bar("done", "#2ca02c"), bar("failed", "#d62728"), bar("skipped", "#aaaaaa")],
+                          { barmode: "stack", height: 320, title: { text: "Points per run, hardware and runner", font: { size: 13 } },
+                            margin: { b: 120 } }, { displaylogo: false });
+      document.getElementById("mv-rel-csv").addEventListener("click", () => download("infx-reliability.csv",
+        "run_id,hardware,runner,done,failed,skipped,failure_classes\n" + rows.map((r) => [r.run_id, r.hardware, r.runner, r.done,
+          r.failed, r.skipped, '"' + Object.entries(r.failure_classes).map(([k, v]) => k + " " + v).join("; ") + '"'].join(",")).join("\n") + "\n"));
+    };
+    if (cfg.api) fetch(cfg.api + "/reliability").then((r) => r.json()).then(show);
+    else show(D.reliability);
+  }
+  function bindExtras() {
+    const at = document.getElementById("mv-at");
+    at.value = S.at;
+    at.addEventListener("change", (e) => { S.at = e.target.value; writeState(); drawCalc(); drawHistory(); });
+    document.getElementById("mv-calc-csv").addEventListener("click", () => download("infx-calculator.csv", calcCsv()));
+    document.getElementById("mv-calc-png").addEventListener("click", () =>
+      window.Plotly.downloadImage(document.getElementById("mv-calc"), { format: "png", filename: "infx-calculator" }));
+  }
+
   readState();
   bind();
+  bindExtras();
   load();
   window.addEventListener("hashchange", () => {  // a link followed within the page
     const before = S.runs + "|" + S.as_of;
@@ -296,9 +433,10 @@
     S.x = "interactivity"; S.y = "tput_gpu_total";
     readState();
     if (S.runs + "|" + S.as_of !== before && cfg.api) { load(); return; }
+    document.getElementById("mv-at").value = S.at;
     if (D) { controls(); refresh(); }
   });
-  window.infxMainView = { state: S, csv: csv, chartModel: chartModel, draw: draw,
+  window.infxMainView = { state: S, csv: csv, calcModel: calcModel, calcCsv: calcCsv, chartModel: chartModel, draw: draw,
                           envelopeOf: (chartId) => { const m = chartModel(chartId); const out = {};
                             m.groups.forEach((g) => { out[g.group.label] = Array.from(g.on).map((i) => D.points.point_id[i]).sort(); });
                             return out; } };

@@ -320,6 +320,41 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
         text = await asyncio.get_running_loop().run_in_executor(None, verdict_html, view, a, b, x, y)
         return web.Response(text=text, content_type="text/html")
 
+    async def api_history(request: web.Request) -> web.Response:
+        from pydantic import ValidationError
+
+        from infx.analysis.history import CurveSel, history
+
+        q = request.query
+        try:
+            sel = CurveSel(model=q.get("model", ""), scenario=q.get("scenario", ""),
+                           isl=int(q["isl"]) if q.get("isl") else None, osl=int(q["osl"]) if q.get("osl") else None,
+                           precision=q.get("precision", ""), hardware=q.get("hardware", ""),
+                           framework=q.get("framework", ""), spec=q.get("spec", "none"),
+                           disagg=q.get("disagg", "") in ("1", "true", "True"))
+            target = float(q.get("target", ""))
+        except (ValueError, ValidationError):
+            raise web.HTTPBadRequest(text="refused: model, scenario, precision, hardware, framework and a numeric "
+                                          "target are needed") from None
+        x, y = q.get("x", "interactivity"), q.get("y", "tput_gpu_total")
+
+        def run() -> str:
+            with dash.lock:
+                return history(dash.store, sel, target, x=x, y=y, gpus_per_node=dash.gpus_per_node).model_dump_json()
+        try:
+            body = await asyncio.get_running_loop().run_in_executor(None, run)
+        except KeyError as exc:
+            raise web.HTTPBadRequest(text=f"refused: unknown metric {exc}") from None
+        return web.Response(text=body, content_type="application/json")
+
+    async def api_reliability(request: web.Request) -> web.Response:
+        from infx.analysis.history import reliability
+
+        def run() -> list[dict[str, object]]:
+            with dash.lock:
+                return [r.model_dump(mode="json") for r in reliability(dash.store)]
+        return web.json_response(await asyncio.get_running_loop().run_in_executor(None, run))
+
     async def overlay(request: web.Request) -> web.Response:
         run_id, baseline = request.query.get("run", ""), request.query.get("baseline", "")
         try:
@@ -362,6 +397,8 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
     app.router.add_get("/api/mainview", api_main_view)
     app.router.add_get("/api/mainview.csv", api_main_view_csv)
     app.router.add_get("/api/verdict", api_verdict)
+    app.router.add_get("/api/history", api_history)
+    app.router.add_get("/api/reliability", api_reliability)
     app.router.add_get("/files/{tail:.*}", files)
     app.router.add_get("/api/runs", api_runs)
     app.router.add_get("/static/plotly.min.js", plotly_js)

@@ -231,3 +231,39 @@ def test_report_main_view_embedded_once_and_drawn_when_in_view(tmp_path: Path) -
             "return document.querySelector('#mv-verdict table.ladder') !== null;"))
     finally:
         drv.quit()
+
+
+def test_calculator_history_and_reliability_in_chromium(served: tuple[str, Path, str]) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from infx.analysis.mainview import group_frontier, load_main_view
+    from infx.results.store import Store
+
+    base, _root, url = served
+    with Store(url) as st:
+        view = load_main_view(st)
+    target = 25.0
+    drv = _driver()
+    try:
+        drv.get(base + f"/mainview#at={target}&sel=0")
+        _wait_ready(drv)
+        calc = drv.execute_script("return window.infxMainView.calcModel();")
+        got = {r["group"]["label"]: r["values"] for r in calc["rows"]}
+        assert sorted(got) == sorted(g.label for g in view.groups)
+        for g in view.groups:
+            for n, key in enumerate(("tput_gpu_total", "usd_mtok_total:hyperscaler", "tput_mw_total")):
+                want = group_frontier(view, g.id, "interactivity", key).interpolate(target)
+                assert want is not None
+                assert got[g.label][n] == pytest.approx(want[0], rel=1e-9), (g.label, key)
+        WebDriverWait(drv, HANG).until(lambda d: d.execute_script(
+            "const c = document.getElementById('mv-history-chart'); return c && c.data && c.data.length === 1;"))
+        hist = drv.execute_script("return document.getElementById('mv-history-chart').data[0].y;")
+        want0 = group_frontier(view, 0, "interactivity", "tput_gpu_total").interpolate(target)
+        assert want0 is not None and hist == [pytest.approx(want0[0], rel=1e-9)]  # one run: one date
+        WebDriverWait(drv, HANG).until(lambda d: d.execute_script(
+            "return document.querySelectorAll('#mv-rel-table tr').length === 3;"))
+        cells = drv.execute_script("return Array.from(document.querySelectorAll('#mv-rel-table tr')).slice(1)"
+                                   ".map(r => Array.from(r.cells).map(c => c.textContent));")
+        assert sorted((c[1], c[3], c[4], c[5]) for c in cells) == [("b200", "16", "0", "0"), ("mi355x", "16", "0", "0")]
+    finally:
+        drv.quit()
