@@ -113,7 +113,7 @@ def history(store: Store, sel: CurveSel, target: float, *, x: str = "interactivi
             continue
         idx = [i for i, g in enumerate(view.points.group) if g == gid]
         images = sorted({view.points.image[i] for i in idx})
-        launches = sorted({v for i in idx if (v := view.points.launch[i]) is not None})
+        launches = sorted({fp for i in idx if (fp := view.points.launch[i]) is not None})
         key = (tuple(images), tuple(launches))
         step = prev is not None and key != prev
         prev = key

@@ -291,8 +291,9 @@ def build_main_view(measured: Sequence[Measured], *, view: str, runs: Sequence[R
                direction=Direction.MAX, basis="total", missing=no_mw,
                missing_reason="no all-in power figure for the hardware in the cost table"),
     ]
+    kinds: tuple[Literal["total", "input", "output"], ...] = ("total", "input", "output")
     for t in tiers:
-        for k in ("total", "input", "output"):
+        for k in kinds:
             ym.append(Metric(key=f"usd_mtok_{k}:{t}", label=f"$ per million {k} tokens ({t})", unit="$/Mtok",
                              direction=Direction.MIN, basis=k, inverse=True, input_metric=k == "input",
                              missing=unpriced.get(t, 0), missing_reason="not priced"))

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+import itertools
 from collections.abc import Sequence
 from typing import Literal
 
 import plotly.graph_objects as go
 
-from infx.analysis.compare import Comparison, ComparisonSet
+from infx.analysis.compare import Comparison, ComparisonSet, compare_frontiers
 from infx.analysis.dataset import NORM_UNITS, ArmSeries, Measured, series
+from infx.analysis.mainview import MainView, group_frontier
 from infx.report import charts
 from infx.report.cost import cost_section
 from infx.report.data import ReportData
@@ -219,8 +221,8 @@ const layout=Object.assign({},f.layout||{},{template:F.template});
 Plotly.newPlot(d,f.data||[],layout,{displaylogo:false,responsive:true});}
 const slots=document.querySelectorAll(".infx-lazy");
 if(!("IntersectionObserver" in window)){slots.forEach(draw);return;}
-const io=new IntersectionObserver((es)=>{for(const e of es)if(e.isIntersecting){io.unobserve(e.target);draw(e.target);}},
-{rootMargin:"300px"});slots.forEach((d)=>io.observe(d));})();
+const io=new IntersectionObserver((es)=>{for(const e of es)if(e.isIntersecting){io.unobserve(e.target);
+draw(e.target);}},{rootMargin:"300px"});slots.forEach((d)=>io.observe(d));})();
 """
 
 
@@ -325,11 +327,39 @@ def _ordered(arms: Sequence[ArmSeries], run_id: str) -> list[ArmSeries]:
     return sorted(arms, key=lambda s: (s.run_id != run_id, s.points[0].gpus_per_server, s.label))
 
 
+#: Charts with at most this many curves get their verdict tables precomputed into the report (every pair).
+REPORT_VERDICT_CURVES = 6
+
+
+def verdict_html(view: MainView, a: int, b: int, x: str = "interactivity", y: str = "tput_gpu_total") -> str:
+    """The verdict table of curves ``a`` and ``b`` on the axes ``x``/``y`` (:func:`compare_frontiers`)."""
+    ga, gb = view.groups[a], view.groups[b]
+    xm, ym = view.metric(x), view.metric(y)
+    fa, fb = group_frontier(view, a, x, y), group_frontier(view, b, x, y)
+    if fa.empty or fb.empty:
+        return f"<p>{_e(ga.label)} vs {_e(gb.label)}: a curve has no points with these figures.</p>"
+    c = compare_frontiers(fa, fb, a_label=ga.label, b_label=gb.label, x_label=xm.label, x_unit=xm.unit,
+                          y_label=f"{ym.label} ({ym.unit})", workload=view.charts[ga.chart].label)
+    return f'<div class="mv-verdict">{_one_comparison(c)}</div>'
+
+
+def report_verdicts(view: MainView) -> dict[str, str]:
+    """Every pair's verdict on the default axes, for charts with few enough curves (the report is offline)."""
+    out: dict[str, str] = {}
+    for chart in view.charts:
+        ids = [g.id for g in view.groups if g.chart == chart.id]
+        if len(ids) > REPORT_VERDICT_CURVES:
+            continue
+        for a, b in itertools.combinations(ids, 2):
+            out[f"{a}-{b}"] = verdict_html(view, a, b)
+    return out
+
+
 def main_view_section(data: ReportData) -> str:
     """Every hardware of the report on one chart per model, scenario and precision (infx.report.mainview)."""
     if data.main_view is None or not data.main_view.points.group:
         return ""
-    from infx.report.mainview import report_verdicts, section
+    from infx.report.mainview import section
 
     return ('<h2 id="main-view">Main view: hardware compared</h2>'
             + section(data=data.main_view, verdicts=report_verdicts(data.main_view),

@@ -1,21 +1,17 @@
 """The main view's page section (dashboard and report): the controls, the chart slots and the script that draws
 them (``mainview_page.js``). The report embeds the view's data once (one JSON script element); the dashboard
-fetches it from ``/api/mainview``. Also the verdict table of two curves (the existing frontier comparison)."""
+fetches it from ``/api/mainview``. The verdict table of two curves is ``infx.report.html.verdict_html``."""
 
 from __future__ import annotations
 
 import html
-import itertools
 import json
 from functools import lru_cache
 from importlib import resources
 
-from infx.analysis.compare import compare_frontiers
-from infx.analysis.mainview import MainView, group_frontier
+from infx.analysis.mainview import MainView
 
 DATA_ID = "mv-data"
-#: Charts with at most this many curves get their verdict tables precomputed into the report (every pair).
-REPORT_VERDICT_CURVES = 6
 
 CSS = """
 #mainview .mv-controls{display:flex;flex-wrap:wrap;gap:10px;align-items:flex-start;background:#fff;
@@ -81,33 +77,7 @@ for their verdict.</p>
 intervals; a star marks a new image or launch recipe.</p>
 <div id="mv-history"></div>
 <h3 id="mv-reliability-heading">Reliability</h3>
-<div id="mv-reliability"></div>
+<div id="mv-reliability" style="min-height:40px"></div>
 {embedded}
 <script>{script()}</script>
 </section>"""
-
-
-def verdict_html(view: MainView, a: int, b: int, x: str = "interactivity", y: str = "tput_gpu_total") -> str:
-    """The verdict table of curves ``a`` and ``b`` on the axes ``x``/``y`` (:func:`compare_frontiers`)."""
-    from infx.report.html import _one_comparison
-
-    ga, gb = view.groups[a], view.groups[b]
-    xm, ym = view.metric(x), view.metric(y)
-    fa, fb = group_frontier(view, a, x, y), group_frontier(view, b, x, y)
-    if fa.empty or fb.empty:
-        return f"<p>{html.escape(ga.label)} vs {html.escape(gb.label)}: a curve has no points with these figures.</p>"
-    c = compare_frontiers(fa, fb, a_label=ga.label, b_label=gb.label, x_label=xm.label, x_unit=xm.unit,
-                          y_label=f"{ym.label} ({ym.unit})", workload=view.charts[ga.chart].label)
-    return f'<div class="mv-verdict">{_one_comparison(c)}</div>'
-
-
-def report_verdicts(view: MainView) -> dict[str, str]:
-    """Every pair's verdict on the default axes, for charts with few enough curves (the report is offline)."""
-    out: dict[str, str] = {}
-    for chart in view.charts:
-        ids = [g.id for g in view.groups if g.chart == chart.id]
-        if len(ids) > REPORT_VERDICT_CURVES:
-            continue
-        for a, b in itertools.combinations(ids, 2):
-            out[f"{a}-{b}"] = verdict_html(view, a, b)
-    return out

@@ -1,10 +1,14 @@
 // The cross-hardware main view, drawn in the page from the data sent once (infx.analysis.mainview.MainView):
 // filters, axis switching, envelopes (the same rule as infx.analysis.frontier.pareto_mask), CSV/PNG export per
 // chart, state in the URL's fragment (a link reproduces the view), charts drawn when they come into view.
-(function () {
+(function main() {
   "use strict";
   const root = document.getElementById("mainview");
   if (!root) return;
+  if (!window.Plotly && document.readyState === "loading") {  // plotly loads deferred: start once it has
+    document.addEventListener("DOMContentLoaded", main);
+    return;
+  }
   const cfg = JSON.parse(root.dataset.config || "{}");
   let D = null;
   const S = { x: "interactivity", y: "tput_gpu_total", chart: "", hw: "", fw: "", run: "", custom: "", as_of: "",
@@ -149,6 +153,9 @@
     window.Plotly.react(div, traces(model), layout, { displaylogo: false, responsive: true });
     div.dataset.drawn = "1";
     drawn.add(chartId);
+    if (window.performance && performance.mark && !performance.getEntriesByName("infx-first-chart").length) {
+      performance.mark("infx-first-chart");
+    }
     if (!div.dataset.clicks) {
       div.dataset.clicks = "1";
       div.on("plotly_click", (ev) => { const p = ev.points && ev.points[0]; if (p && p.data.meta) pick(p.data.meta.group); });
@@ -258,7 +265,9 @@
     observer = "IntersectionObserver" in window ? new IntersectionObserver((entries) => {
       for (const e of entries) if (e.isIntersecting) { const id = Number(e.target.dataset.chart); if (!drawn.has(id)) draw(id); }
     }, { rootMargin: "200px" }) : null;
-    box.querySelectorAll("[data-chart]").forEach((d) => observer ? observer.observe(d) : draw(Number(d.dataset.chart)));
+    const slots = box.querySelectorAll("[data-chart]");
+    if (slots.length) draw(Number(slots[0].dataset.chart));  // the first chart at once, the rest when in view
+    slots.forEach((d) => observer ? observer.observe(d) : draw(Number(d.dataset.chart)));
   }
   function refresh() {
     writeState();
@@ -271,7 +280,15 @@
     verdict();
     drawCalc();
     drawHistory();
-    if (!root.dataset.reliability) { root.dataset.reliability = "1"; drawReliability(); }
+    if (!root.dataset.reliability) {  // below the fold: drawn when it comes into view
+      root.dataset.reliability = "1";
+      const rel = document.getElementById("mv-reliability");
+      if ("IntersectionObserver" in window) {
+        const io = new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting)) { io.disconnect(); drawReliability(); } },
+                                            { rootMargin: "200px" });
+        io.observe(rel);
+      } else drawReliability();
+    }
     root.dataset.ready = "1";
     if (window.performance && performance.mark) performance.mark("infx-mainview-ready");
   }

@@ -271,7 +271,7 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
 
         body = section(api="/api", as_of_box=True)
         text = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>infx: main view</title>'
-                f'<style>{CSS}</style><script src="/static/plotly.min.js"></script></head><body><main>'
+                f'<style>{CSS}</style><script defer src="/static/plotly.min.js"></script></head><body><main>'
                 f'<nav><a href="/">&larr; all runs</a></nav><h1>Main view</h1>{body}</main></body></html>')
         return web.Response(text=text, content_type="text/html")
 
@@ -307,7 +307,7 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
         return web.Response(text=buf.getvalue(), content_type="text/csv")
 
     async def api_verdict(request: web.Request) -> web.Response:
-        from infx.report.mainview import verdict_html
+        from infx.report.html import verdict_html
 
         view, _ = await main_view_of(request)
         x, y = _axes(request, view)

@@ -188,7 +188,8 @@ def write_seed_scenario(root: str | Path, *, pr_run: str = "pr-1234", baseline_r
 CROSS_HARDWARE = (("cluster:mi355x-amds", "vllm", 1.0), ("cluster:b200-nv", "vllm", 1.3))
 
 
-def write_cross_hardware_run(root: str | Path, run_id: str, hardware: tuple[tuple[str, str, float], ...] = CROSS_HARDWARE,
+def write_cross_hardware_run(root: str | Path, run_id: str,
+                             hardware: tuple[tuple[str, str, float], ...] = CROSS_HARDWARE,
                              arms: tuple[Arm, ...] = SEED_ARMS, *, isl: int = 1024, osl: int = 1024,
                              official: bool = True, seed: int = 0, started_at: float = 1_780_000_000.0,
                              models: tuple[str, ...] = ("dsv41flash",)) -> ResultsDir:

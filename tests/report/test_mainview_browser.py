@@ -260,6 +260,7 @@ def test_calculator_history_and_reliability_in_chromium(served: tuple[str, Path,
         hist = drv.execute_script("return document.getElementById('mv-history-chart').data[0].y;")
         want0 = group_frontier(view, 0, "interactivity", "tput_gpu_total").interpolate(target)
         assert want0 is not None and hist == [pytest.approx(want0[0], rel=1e-9)]  # one run: one date
+        drv.execute_script("document.getElementById('mv-reliability').scrollIntoView();")  # drawn when in view
         WebDriverWait(drv, HANG).until(lambda d: d.execute_script(
             "return document.querySelectorAll('#mv-rel-table tr').length === 3;"))
         cells = drv.execute_script("return Array.from(document.querySelectorAll('#mv-rel-table tr')).slice(1)"
