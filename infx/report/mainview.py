@@ -44,13 +44,17 @@ def section(*, api: str | None = None, data: MainView | None = None, verdicts: d
         embedded = ""
         config = {"api": api or "/api"}
     asof = ('<label>as of (date or run)<input id="mv-asof" placeholder="latest" size="12"></label>'
-            if as_of_box else "")
+            '<label>runs overlaid (ids, comma-separated)<input id="mv-runs" placeholder="the latest curves" size="20">'
+            '</label>' if as_of_box else "")
     return f"""<section id="mainview" data-config="{e(json.dumps(config))}">
 <style>{CSS}</style>
 <div class="mv-controls">
 <label>y<select id="mv-y"></select></label>
 <label>x<select id="mv-x"></select></label>
 <label>$/GPU-hr (custom)<input id="mv-custom" size="6" placeholder="e.g. 2.5"></label>
+<label>model<select id="mv-model" multiple></select></label>
+<label>scenario<select id="mv-scen" multiple></select></label>
+<label>precision<select id="mv-prec" multiple></select></label>
 <label>chart<select id="mv-chart" multiple></select></label>
 <label>hardware<select id="mv-hw" multiple></select></label>
 <label>framework<select id="mv-fw" multiple></select></label>

@@ -12,7 +12,7 @@
   const cfg = JSON.parse(root.dataset.config || "{}");
   let D = null;
   const S = { x: "interactivity", y: "tput_gpu_total", chart: "", hw: "", fw: "", run: "", custom: "", as_of: "",
-              runs: "", sel: "", at: "", cchart: "" };
+              runs: "", sel: "", at: "", cchart: "", model: "", scen: "", prec: "" };
   const palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
                    "#7f7f7f", "#bcbd22"];
   const drawn = new Set();
@@ -74,10 +74,13 @@
     return D.groups.filter((g) => (!hw.length || hw.includes(g.hardware)) && (!fw.length || fw.includes(g.framework))
                                   && (!runs.length || runs.includes(g.run_id)));
   }
+  const seqOf = (c) => (c.scenario === "agentic-coding" ? "agentic" : c.isl + "/" + c.osl);
   function visibleCharts() {
-    const want = list(S.chart);
+    const want = list(S.chart), models = list(S.model), seqs = list(S.scen), precs = list(S.prec);
     const groups = visibleGroups();
-    return D.charts.filter((c) => (!want.length || want.includes(String(c.id))) && groups.some((g) => g.chart === c.id));
+    return D.charts.filter((c) => (!want.length || want.includes(String(c.id))) && (!models.length || models.includes(c.model))
+                                  && (!seqs.length || seqs.includes(seqOf(c))) && (!precs.length || precs.includes(c.precision))
+                                  && groups.some((g) => g.chart === c.id));
   }
 
   // what one chart shows: per group its points, envelope membership and band
@@ -231,6 +234,12 @@
     options(document.getElementById("mv-fw"), uniq((g) => g.framework).map((h) => [h, h]), list(S.fw));
     options(document.getElementById("mv-run"), D.runs.map((r) => [r.run_id, r.run_id + (r.official ? "" : " (unofficial)")]), list(S.run));
     options(document.getElementById("mv-chart"), D.charts.map((c) => [c.id, c.label]), list(S.chart));
+    const uc = (f) => Array.from(new Set(D.charts.map(f))).sort().map((v) => [v, v]);
+    options(document.getElementById("mv-model"), uc((c) => c.model), list(S.model));
+    options(document.getElementById("mv-scen"), uc(seqOf), list(S.scen));
+    options(document.getElementById("mv-prec"), uc((c) => c.precision), list(S.prec));
+    const runsBox = document.getElementById("mv-runs");
+    if (runsBox) runsBox.value = S.runs;
     document.getElementById("mv-custom").value = S.custom;
     const asof = document.getElementById("mv-asof");
     if (asof) asof.value = S.as_of;
@@ -241,6 +250,9 @@
     document.getElementById("mv-y").addEventListener("change", (e) => { S.y = e.target.value; refresh(); });
     document.getElementById("mv-x").addEventListener("change", (e) => { S.x = e.target.value; refresh(); });
     multi("mv-hw", "hw"); multi("mv-fw", "fw"); multi("mv-run", "run"); multi("mv-chart", "chart");
+    multi("mv-model", "model"); multi("mv-scen", "scen"); multi("mv-prec", "prec");
+    const runsBox = document.getElementById("mv-runs");
+    if (runsBox) runsBox.addEventListener("change", (e) => { S.runs = e.target.value.replace(/\s+/g, ""); writeState(); load(); });
     document.getElementById("mv-custom").addEventListener("change", (e) => {
       S.custom = e.target.value; if (S.custom) S.y = "usd_mtok_custom"; controls(); refresh(); });
     const asof = document.getElementById("mv-asof");

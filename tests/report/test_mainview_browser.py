@@ -268,3 +268,33 @@ def test_calculator_history_and_reliability_in_chromium(served: tuple[str, Path,
         assert sorted((c[1], c[3], c[4], c[5]) for c in cells) == [("b200", "16", "0", "0"), ("mi355x", "16", "0", "0")]
     finally:
         drv.quit()
+
+
+def test_report_overlays_official_and_unofficial_runs_and_filters_by_model(tmp_path: Path) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from infx.report.build import write_report
+
+    root = tmp_path / "results"
+    write_cross_hardware_run(root, "base", models=("ma", "mb"), started_at=1_780_000_000.0)
+    write_cross_hardware_run(root, "pr", models=("ma", "mb"), official=False, seed=3, started_at=1_780_100_000.0)
+    out = tmp_path / "report.html"
+    write_report(root, out, run_id="pr", baseline="base")
+    drv = _driver()
+    try:
+        drv.get(out.as_uri() + "#model=mb")
+        drv.refresh()
+        WebDriverWait(drv, HANG).until(lambda d: d.execute_script(
+            "const c = document.querySelector('[data-chart]'); return c && c.dataset.drawn === '1';"))
+        assert drv.execute_script("return document.querySelectorAll('[data-chart]').length;") == 1
+        envs = drv.execute_script(
+            "const c = document.querySelector('[data-chart]'); return c.data.filter(t => t.meta.kind === 'envelope')"
+            ".map(t => [t.meta.group, t.line.dash]);")
+        groups = drv.execute_script("return Object.keys(window.infxMainView.envelopeOf("
+                                    "Number(document.querySelector('[data-chart]').dataset.chart)));")
+        assert sorted(groups) == ["b200 vllm [base]", "b200 vllm [pr]", "mi355x vllm [base]", "mi355x vllm [pr]"]
+        assert sorted(dash for _g, dash in envs) == ["dash", "dash", "solid", "solid"]  # unofficial run dashed
+        title = drv.execute_script("return document.querySelector('[data-chart]').layout.title.text;")
+        assert title.startswith("mb ")
+    finally:
+        drv.quit()
