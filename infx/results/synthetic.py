@@ -192,7 +192,7 @@ def write_cross_hardware_run(root: str | Path, run_id: str,
                              hardware: tuple[tuple[str, str, float], ...] = CROSS_HARDWARE,
                              arms: tuple[Arm, ...] = SEED_ARMS, *, isl: int = 1024, osl: int = 1024,
                              official: bool = True, seed: int = 0, started_at: float = 1_780_000_000.0,
-                             models: tuple[str, ...] = ("dsv41flash",)) -> ResultsDir:
+                             models: tuple[str, ...] = ("dsv41flash",), image: str = IMAGE) -> ResultsDir:
     """One run measuring ``models`` on every (runner, framework) of ``hardware``, each with every arm over its
     concs (``scale`` shifts that hardware's curves): the main view's cross-hardware chart."""
     results = ResultsDir(root)
@@ -208,7 +208,7 @@ def write_cross_hardware_run(root: str | Path, run_id: str,
                                          max_concurrency=12.5 * arm.tp, startup_s=240.0)
                 for i, c in enumerate(arm.concs):
                     base = make_point(arm.tp, c, model_prefix=model, runner=runner, framework=framework, isl=isl,
-                                      osl=osl)
+                                      osl=osl, image=image)
                     name = f"{model}_{hw}_{framework}_tp{arm.tp}_conc{c}_{isl}_{osl}"
                     point = base.model_copy(update={"point_id": name, "exp_name": name})
                     result = make_result(point, arm, scale=scale, rng=rng, started_at=started_at + 700 * i)

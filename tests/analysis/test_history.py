@@ -19,12 +19,13 @@ SEL = CurveSel(model="dsv41flash", scenario="fixed-seq-len", isl=1024, osl=1024,
                framework="vllm")
 
 
-def _store(tmp_path: Path) -> Store:
+def _store(tmp_path: Path, images: dict[str, str] | None = None) -> Store:
     root = tmp_path / "results"
     for run, day in DAYS.items():
         at = dt.datetime(*day, tzinfo=dt.UTC).timestamp()
         hw = tuple((r, f, s * SCALES[run]) for r, f, s in CROSS_HARDWARE)
-        write_cross_hardware_run(root, run, hw, seed=len(run) + int(run[1]), started_at=at)
+        extra = {"image": images[run]} if images and run in images else {}
+        write_cross_hardware_run(root, run, hw, seed=len(run) + int(run[1]), started_at=at, **extra)
     st = Store(tmp_path / "infx.db")
     st.ingest_dir(root)
     return st
@@ -81,3 +82,14 @@ def test_reliability_counts_per_hardware_and_runner(tmp_path: Path) -> None:
     assert f.success_rate == pytest.approx(16 / 17)
     b = rows[("run-x", "b200", "cluster:b200-nv")]
     assert (b.done, b.failed, b.skipped, b.failure_classes) == (16, 0, 0, {})
+
+
+def test_history_marks_a_new_image_as_a_step(tmp_path: Path) -> None:
+    st = _store(tmp_path, images={"r3": "vllm/vllm-openai:v0.99.0"})
+    try:
+        h = history(st, SEL, 20.0)  # default dates: each run's end
+        assert [hp.run_id for hp in h.points] == ["r1", "r2", "r3"]
+        assert [hp.step for hp in h.points] == [False, False, True]
+        assert h.points[2].images == ["vllm/vllm-openai:v0.99.0"]
+    finally:
+        st.close()
