@@ -166,6 +166,21 @@ READY = ("const c = document.getElementById('mv-chart-0'); return !!(c && c.data
          "performance.getEntriesByName('infx-first-chart').length);")
 
 
+def plotly_peer() -> str:
+    """The peer of the page timings: a page that only loads plotly.js and draws one empty chart, in the same browser."""
+    from plotly.offline import get_plotlyjs
+
+    with tempfile.TemporaryDirectory(prefix="infx-peer-") as tmp:
+        (Path(tmp) / "plotly.min.js").write_text(get_plotlyjs())
+        page = Path(tmp) / "peer.html"
+        page.write_text('<!DOCTYPE html><html><head><script src="plotly.min.js"></script></head><body>'
+                        '<div id="c"></div><script>Plotly.newPlot("c", [{x: [1], y: [1]}]).then(() => '
+                        'performance.mark("infx-first-chart"));</script></body></html>')
+        visits = page_timing(page.as_uri(), "return performance.getEntriesByName('infx-first-chart').length > 0;")
+    return "; ".join(f"{kind}: {chart:.2f}s" for kind, (_f, chart, _w) in zip(("first visit", "second visit"), visits,
+                                                                               strict=True))
+
+
 def backend(name: str, url: str | None, runs: int, requests: int) -> None:
     with scratch_store(url) as where:
         with Store(where) as st:
@@ -230,6 +245,7 @@ def main() -> None:
     ap.add_argument("--skip-report", action="store_true")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"[peer] a page that only loads plotly.js and draws one empty chart, first chart drawn: {plotly_peer()}")
     backend("sqlite", None, args.runs, args.requests)
     pg = args.pg
     if pg is None:
