@@ -14,8 +14,15 @@ from infx.report.samples import LatencySamples
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
 BOTTOM_LEGEND = dict(legend=dict(orientation="h", yanchor="top", y=-0.2, x=0), margin=dict(l=70, r=20, t=90, b=120),
                      height=520)
-LAYOUT = dict(template="plotly_white", height=480, margin=dict(l=70, r=20, t=90, b=60),
+#: The look of every chart: the page applies it once (the figures carry the empty "none" template, so building
+#: hundreds of them does not copy a template into each, and the report holds it once).
+SHARED_TEMPLATE = "plotly_white"
+LAYOUT = dict(template="none", height=480, margin=dict(l=70, r=20, t=90, b=60),
               title_y=0.97, legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+
+
+def new_figure() -> go.Figure:
+    return go.Figure(layout={"template": "none"})
 
 
 def colours(series: Sequence[ArmSeries]) -> dict[str, str]:
@@ -36,7 +43,7 @@ def frontier_figure(series: Sequence[ArmSeries], run_id: str, title: str,
                     below: set[str] | frozenset[str] = frozenset()) -> go.Figure:
     """Throughput (series' normalisation) vs interactivity: points per arm and the arm's step frontier.
     ``below``: point ids whose accuracy eval fell below its threshold (drawn as red crosses)."""
-    fig = go.Figure()
+    fig = new_figure()
     flagged = [(s, m) for s in series if s.run_id == run_id for m in s.points if m.point_id in below]
     col = colours(series)
     for s in series:
@@ -103,8 +110,9 @@ def _bar(s: ArmSeries, key: str | None, values: Sequence[float | None]) -> dict[
 
 def concurrency_figure(series: Sequence[ArmSeries], run_id: str, title: str) -> go.Figure:
     """Throughput per GPU and interactivity against concurrency."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"{series[0].y_metric.capitalize()} tok/s {NORM_UNITS['gpu']}",
-                                                        "Interactivity (tok/s/user)"))
+    fig = make_subplots(rows=1, cols=2, figure=new_figure(),
+                        subplot_titles=(f"{series[0].y_metric.capitalize()} tok/s {NORM_UNITS['gpu']}",
+                                        "Interactivity (tok/s/user)"))
     col = colours(series)
     for s in series:
         dash = "dash" if s.run_id != run_id else "solid"
@@ -129,7 +137,7 @@ def concurrency_figure(series: Sequence[ArmSeries], run_id: str, title: str) -> 
 
 def latency_figure(series: Sequence[ArmSeries], run_id: str, title: str) -> go.Figure:
     """TTFT and ITL (median solid, P90 dotted) against concurrency."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("TTFT (ms)", "ITL (ms)"))
+    fig = make_subplots(rows=1, cols=2, figure=new_figure(), subplot_titles=("TTFT (ms)", "ITL (ms)"))
     col = colours(series)
     for s in series:
         c = col[s.arm.label]
@@ -154,7 +162,8 @@ def samples_figure(series: Sequence[ArmSeries], run_id: str, title: str,
                    samples: dict[str, LatencySamples]) -> go.Figure:
     """Latency distributions per point from the raw per-request records (box plots of TTFT,
     ITL and end-to-end latency; each distribution kept as a quantile grid)."""
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("TTFT (ms)", "ITL (ms)", "End-to-end latency (ms)"))
+    fig = make_subplots(rows=1, cols=3, figure=new_figure(),
+                        subplot_titles=("TTFT (ms)", "ITL (ms)", "End-to-end latency (ms)"))
     col = colours(series)
     for s in series:
         if s.run_id != run_id:
@@ -176,7 +185,8 @@ def samples_figure(series: Sequence[ArmSeries], run_id: str, title: str,
 
 def distribution_figure(series: Sequence[ArmSeries], run_id: str, title: str) -> go.Figure:
     """Latency distributions per point: TTFT and end-to-end latency at P50 / P90 / P99."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("TTFT percentiles (ms)", "End-to-end latency percentiles (ms)"))
+    fig = make_subplots(rows=1, cols=2, figure=new_figure(),
+                        subplot_titles=("TTFT percentiles (ms)", "End-to-end latency percentiles (ms)"))
     labels: list[str] = []
     rows: dict[str, list[float | None]] = {k: [] for k in ("ttft50", "ttft90", "ttft99", "e2e50", "e2e90", "e2e99")}
     for s in series:

@@ -47,6 +47,8 @@ class ReportData:
     evals: list[EvalPoint] = field(default_factory=list)  # accuracy evals of this run (and the baseline)
     accuracy: list[AccuracyComparison] = field(default_factory=list)  # paired verdicts: arms, and vs baseline
     cost: Any = None  # infx.analysis.cost.CostView: the cost table applied at read time (never stored)
+    reliability: list[Any] = field(default_factory=list)  # infx.analysis.history.ReliabilityRow of the runs shown
+    main_view: Any = None  # infx.analysis.mainview.MainView of the report's points (every hardware on one chart)
 
     def measured_at(self, point_id: str) -> Measured | None:
         """The measured figures of a point of this run (None: not measured)."""
@@ -100,6 +102,21 @@ def view_manifest(view: ViewData) -> RunManifest:
     at = view.as_of.at
     return RunManifest(run_id=view.view_id, infx_version=__version__, started_at=at if at is not None else time.time(),
                        official=True, description=view.describe())
+
+
+def _main_view(data: ReportData, cost_model: Any, view: ViewData | None) -> Any:
+    from infx.analysis.costmodel import load_cost_model
+    from infx.analysis.mainview import Run, build_main_view
+
+    runs = []
+    for m in (data.manifest, data.baseline_manifest):
+        if m is None:
+            continue
+        if view is not None and m.run_id == view.view_id:
+            runs += [Run(run_id=r, official=True) for r in view.runs]
+        else:
+            runs.append(Run(run_id=m.run_id, official=m.official, started_at=m.started_at, ended_at=m.ended_at))
+    return build_main_view(data.measured, view=data.run_id, runs=runs, model=cost_model or load_cost_model())
 
 
 def load_report_data(store: Store, run_id: str | None = None, baseline: str | None = None, *,
@@ -182,6 +199,11 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
 
         capacity = capacity_results(results_root, stored, measured) or None
     data.cost = load_cost_view(store, measured, stored, model=cost_model, tier=cost_tier, capacity=capacity)
+    data.main_view = _main_view(data, cost_model, view)
+    from infx.analysis.history import reliability
+
+    shown = {r.run_id for r in data.main_view.runs}
+    data.reliability = [r for r in reliability(store) if r.run_id in shown]
     data.evals = load_evals(store, stored) if stored else []
     if run_id not in in_view:
         data.accuracy = compare_arm_accuracy(store, data.evals, run_id, None, None)

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+import itertools
 from collections.abc import Sequence
 from typing import Literal
 
 import plotly.graph_objects as go
 
-from infx.analysis.compare import Comparison, ComparisonSet
+from infx.analysis.compare import Comparison, ComparisonSet, compare_frontiers
 from infx.analysis.dataset import NORM_UNITS, ArmSeries, Measured, series
+from infx.analysis.mainview import MainView, group_frontier
 from infx.report import charts
 from infx.report.cost import cost_section
 from infx.report.data import ReportData
@@ -209,8 +211,50 @@ def _figure_div(fig: go.Figure, div_id: str) -> str:
             + "</div>")
 
 
-def workload_charts(data: ReportData) -> tuple[str, list[tuple[str, go.Figure]]]:
-    """HTML of every chart, and the figures by div id (the first is the main chart)."""
+FIGURES_ID = "infx-figures"
+#: Draws the figures of ``FIGURES_ID`` (one JSON object: div id -> figure, and the shared template) when their
+#: slot comes into view.
+LAZY_JS = """
+(function(){const el=document.getElementById("infx-figures");if(!el)return;const F=JSON.parse(el.textContent);
+function draw(d){const f=F.figures[d.id];if(!f||d.dataset.drawn)return;d.dataset.drawn="1";
+const layout=Object.assign({},f.layout||{},{template:F.template});
+Plotly.newPlot(d,f.data||[],layout,{displaylogo:false,responsive:true});}
+const slots=document.querySelectorAll(".infx-lazy");
+if(!("IntersectionObserver" in window)){slots.forEach(draw);return;}
+const io=new IntersectionObserver((es)=>{for(const e of es)if(e.isIntersecting){io.unobserve(e.target);
+draw(e.target);}},{rootMargin:"300px"});slots.forEach((d)=>io.observe(d));})();
+"""
+
+
+def _lazy_div(fig: go.Figure, div_id: str) -> str:
+    height = fig.layout.height or 480
+    return f'<div class="chart"><div id="{div_id}" class="infx-lazy" style="min-height:{height}px"></div></div>'
+
+
+def lazy_figures(figs: Sequence[tuple[str, go.Figure]]) -> str:
+    """The figures' JSON, once, and the script that draws each when it comes into view."""
+    import json
+
+    import plotly.io as pio
+
+    from infx.report.charts import SHARED_TEMPLATE
+
+    if not figs:
+        return ""
+    parts = ",".join(f"{json.dumps(div_id)}:{fig.to_json()}" for div_id, fig in figs)
+    template = pio.templates[SHARED_TEMPLATE].to_plotly_json()
+    text = (f'{{"template":{json.dumps(template)},"figures":{{{parts}}}}}').replace("</", "<\\/")
+    return f'<script type="application/json" id="{FIGURES_ID}">{text}</script><script>{LAZY_JS}</script>'
+
+
+#: At most this many workloads get their own detail charts (six each); the main view holds every point.
+DETAIL_WORKLOADS = 12
+
+
+def workload_charts(data: ReportData, limit: int | None = DETAIL_WORKLOADS
+                    ) -> tuple[str, list[tuple[str, go.Figure]]]:
+    """HTML of every chart, and the figures by div id (the first is the main chart); detail charts for the first
+    ``limit`` workloads (None: all), a note naming the rest."""
     parts: list[str] = []
     figs: list[tuple[str, go.Figure]] = []
     from infx.report.accuracy import below_threshold
@@ -218,10 +262,16 @@ def workload_charts(data: ReportData) -> tuple[str, list[tuple[str, go.Figure]]]
     below = below_threshold(data.evals, data.run_id)
     by_gpu = series(data.measured, norm="gpu")
     by_node = series(data.measured, norm="node") if data.per_node_known else {}
+    shown = 0
+    rest: list[str] = []
     for n, (workload, arms) in enumerate(by_gpu.items()):
         arms = _ordered(arms, data.run_id)
         if not any(s.run_id == data.run_id for s in arms):
             continue
+        if limit is not None and shown >= limit:
+            rest.append(workload.label)
+            continue
+        shown += 1
         parts.append(f"<h3>{_e(workload.label)}</h3>")
         plan: list[tuple[str, go.Figure]] = []
         if workload in by_node:
@@ -248,7 +298,10 @@ def workload_charts(data: ReportData) -> tuple[str, list[tuple[str, go.Figure]]]
         for k, (kind, fig) in enumerate(plan):
             div_id = MAIN_CHART_ID if (n == 0 and k == 0) else f"chart-{n}-{kind}"
             figs.append((div_id, fig))
-            parts.append(_figure_div(fig, div_id))
+            parts.append(_lazy_div(fig, div_id))
+    if rest:
+        parts.append(f'<div class="note" id="more-workloads">{len(rest)} more workload(s) have no detail charts here '
+                     f'(their points are all in the main view above): {_e(", ".join(rest))}</div>')
     if not figs:
         parts.append("<p>No measured points in this run.</p>")
     return "".join(parts), figs
@@ -274,6 +327,45 @@ def _ordered(arms: Sequence[ArmSeries], run_id: str) -> list[ArmSeries]:
     return sorted(arms, key=lambda s: (s.run_id != run_id, s.points[0].gpus_per_server, s.label))
 
 
+#: Charts with at most this many curves get their verdict tables precomputed into the report (every pair).
+REPORT_VERDICT_CURVES = 6
+
+
+def verdict_html(view: MainView, a: int, b: int, x: str = "interactivity", y: str = "tput_gpu_total") -> str:
+    """The verdict table of curves ``a`` and ``b`` on the axes ``x``/``y`` (:func:`compare_frontiers`)."""
+    ga, gb = view.groups[a], view.groups[b]
+    xm, ym = view.metric(x), view.metric(y)
+    fa, fb = group_frontier(view, a, x, y), group_frontier(view, b, x, y)
+    if fa.empty or fb.empty:
+        return f"<p>{_e(ga.label)} vs {_e(gb.label)}: a curve has no points with these figures.</p>"
+    c = compare_frontiers(fa, fb, a_label=ga.label, b_label=gb.label, x_label=xm.label, x_unit=xm.unit,
+                          y_label=f"{ym.label} ({ym.unit})", workload=view.charts[ga.chart].label)
+    return f'<div class="mv-verdict">{_one_comparison(c)}</div>'
+
+
+def report_verdicts(view: MainView) -> dict[str, str]:
+    """Every pair's verdict on the default axes, for charts with few enough curves (the report is offline)."""
+    out: dict[str, str] = {}
+    for chart in view.charts:
+        ids = [g.id for g in view.groups if g.chart == chart.id]
+        if len(ids) > REPORT_VERDICT_CURVES:
+            continue
+        for a, b in itertools.combinations(ids, 2):
+            out[f"{a}-{b}"] = verdict_html(view, a, b)
+    return out
+
+
+def main_view_section(data: ReportData) -> str:
+    """Every hardware of the report on one chart per model, scenario and precision (infx.report.mainview)."""
+    if data.main_view is None or not data.main_view.points.group:
+        return ""
+    from infx.report.mainview import section
+
+    return ('<h2 id="main-view">Main view: hardware compared</h2>'
+            + section(data=data.main_view, verdicts=report_verdicts(data.main_view),
+                      reliability=[r.model_dump(mode="json") for r in data.reliability]))
+
+
 def render_report(data: ReportData, *, plotly_js: Literal["inline"] | str = "inline",
                   nav: str = "", files_url: str | None = None) -> str:
     """The report page. ``plotly_js="inline"`` embeds plotly (self-contained file); any other
@@ -286,7 +378,7 @@ def render_report(data: ReportData, *, plotly_js: Literal["inline"] | str = "inl
     else:
         script = f'<script src="{_e(plotly_js)}"></script>'
     m = data.manifest
-    charts_html, _ = workload_charts(data)
+    charts_html, figs = workload_charts(data)
     notes = "".join(f'<div class="note">{_e(n)}</div>' for n in data.notes)
     comparisons = ""
     if data.arm_comparison is not None:
@@ -315,11 +407,13 @@ def render_report(data: ReportData, *, plotly_js: Literal["inline"] | str = "inl
 <p>{sum(p.state == 'done' for p in data.points)} measured, {sum(p.state == 'failed' for p in data.points)} failed,
 {sum(p.state == 'skipped' for p in data.points)} skipped point(s). Started {_time(m.started_at)}.</p>
 {baseline_line}{notes}
+{main_view_section(data)}
 <h2 id="charts">Throughput vs interactivity</h2>
 <p>Frontiers are step functions through measured points (never smoothed): the value at an interactivity is the
 best throughput measured at that interactivity or better. Per-node figures are per-server throughput &times; whole
 servers per node (GPUs per node // GPUs per server), assuming replicas do not interfere.</p>
 {charts_html}
+{lazy_figures(figs)}
 {telemetry_section(data)}
 {cost_section(data)}
 <h2 id="accuracy">Accuracy</h2>
@@ -341,13 +435,15 @@ def main_chart_page(data: ReportData) -> str:
     """A page with only the main chart (for the PNG export)."""
     from plotly.offline import get_plotlyjs
 
+    from infx.report.charts import SHARED_TEMPLATE
+
     _, figs = workload_charts(data)
     if not figs:
         body = "<p>No measured points.</p>"
     else:
         div_id, fig = figs[0]
         fig = go.Figure(fig)
-        fig.update_layout(width=1200, height=640)
+        fig.update_layout(width=1200, height=640, template=SHARED_TEMPLATE)
         body = fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config={"staticPlot": True})
     return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><script>{get_plotlyjs()}</script>'
             f"<style>body{{margin:0;background:#fff}}</style></head><body>{body}</body></html>")

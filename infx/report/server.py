@@ -21,6 +21,7 @@ import math
 import threading
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
@@ -74,6 +75,7 @@ class Dashboard:
         self.store.set_query_only()
         self.gpus_per_node = gpus_per_node
         self.lock = threading.Lock()
+        self._views: dict[tuple[object, ...], tuple[Any, bytes]] = {}  # the main view per (runs, as of, store state)
 
     # pages ---------------------------------------------------------------------
     def index_html(self) -> str:
@@ -94,7 +96,8 @@ class Dashboard:
                        if baseline else "")
             body.append(f'<tr><td><a href="/runs/{e(run_id)}">{e(run_id)}</a>{overlay}</td><td>{kind}</td>'
                         f"<td>{_time(started)}</td><td class=num>{done}</td><td class=num>{other}</td></tr>")
-        latest = '<p><a href="/latest">the latest curves</a> (each from one run\'s snapshot)</p>'
+        latest = ('<p><a href="/mainview">the main view</a> (every hardware on one chart per model and scenario) '
+                  '&middot; <a href="/latest">the latest curves</a> (each from one run\'s snapshot)</p>')
         table = (latest + '<table id="runs-table"><tr><th>run</th><th>kind</th><th>started</th><th>measured</th>'
                  f'<th>failed / skipped</th></tr>{"".join(body)}</table>')
         form = (f'<form action="/overlay" method="get">Overlay run <select name="run">{options}</select> on baseline '
@@ -128,6 +131,23 @@ class Dashboard:
             data = load_view(self.store, as_of, gpus_per_node=resolve)
         return {"view": data.view_id, "as_of": data.as_of.at, "runs": data.runs, "notes": data.notes,
                 "curves": [c.model_dump(mode="json") for c in curves(data)]}
+
+    def main_view(self, runs: tuple[str, ...], as_of: str | None) -> tuple[Any, bytes]:
+        """The main view (infx.analysis.mainview) of ``runs`` or of the curves as of ``as_of``, and its JSON;
+        computed once per store state (a run added to the store computes it again)."""
+        from infx.analysis.mainview import load_main_view
+
+        with self.lock:
+            key = (runs, as_of, tuple(self.store.run_ids()))
+            hit = self._views.get(key)
+            if hit is None:
+                view = load_main_view(self.store, runs=list(runs) or None, as_of=as_of,
+                                      gpus_per_node=self.gpus_per_node)
+                hit = (view, view.model_dump_json().encode())
+                if len(self._views) > 16:
+                    self._views.clear()
+                self._views[key] = hit
+        return hit
 
     def safe_file(self, tail: str) -> Path | None:
         """The file ``tail`` names inside RESULTS, or None when it is not a servable point file."""
@@ -229,6 +249,112 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
             raise web.HTTPNotFound(text=str(exc)) from None
         return web.json_response(body)
 
+    def _view_args(request: web.Request) -> tuple[tuple[str, ...], str | None]:
+        runs = tuple(r for r in (request.query.get("runs") or "").split(",") if r)
+        try:
+            for r in runs:
+                check_name(r, "run id")
+        except InfxError as exc:
+            raise web.HTTPBadRequest(text=str(exc)) from None
+        return runs, _as_of(request)
+
+    async def main_view_of(request: web.Request) -> Any:
+        runs, as_of = _view_args(request)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(None, dash.main_view, runs, as_of)
+        except InfxError as exc:
+            raise web.HTTPNotFound(text=str(exc)) from None
+
+    async def main_view_page(request: web.Request) -> web.Response:
+        from infx.report.html import CSS
+        from infx.report.mainview import section
+
+        body = section(api="/api", as_of_box=True)
+        text = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>infx: main view</title>'
+                f'<style>{CSS}</style><script defer src="/static/plotly.min.js"></script></head><body><main>'
+                f'<nav><a href="/">&larr; all runs</a></nav><h1>Main view</h1>{body}</main></body></html>')
+        return web.Response(text=text, content_type="text/html")
+
+    async def api_main_view(request: web.Request) -> web.Response:
+        _, body = await main_view_of(request)
+        return web.Response(body=body, content_type="application/json")
+
+    def _axes(request: web.Request, view: Any) -> tuple[str, str]:
+        x, y = request.query.get("x", "interactivity"), request.query.get("y", "tput_gpu_total")
+        try:
+            view.metric(x)
+            view.metric(y)
+        except KeyError as exc:
+            raise web.HTTPBadRequest(text=f"refused: unknown metric {exc}") from None
+        return x, y
+
+    async def api_main_view_csv(request: web.Request) -> web.Response:
+        import csv
+        import io
+
+        from infx.analysis.mainview import csv_rows
+
+        view, _ = await main_view_of(request)
+        x, y = _axes(request, view)
+        chart = request.query.get("chart")
+        rows = csv_rows(view, int(chart) if chart and chart.isdigit() else None, x, y)
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=["chart", "group", "hardware", "framework", "spec", "disagg", "run_id",
+                                            "point_id", "parallelism", "conc", x, y, "on_envelope", "acceptance",
+                                            "invalid"], lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+        return web.Response(text=buf.getvalue(), content_type="text/csv")
+
+    async def api_verdict(request: web.Request) -> web.Response:
+        from infx.report.html import verdict_html
+
+        view, _ = await main_view_of(request)
+        x, y = _axes(request, view)
+        try:
+            a, b = int(request.query.get("a", "")), int(request.query.get("b", ""))
+        except ValueError:
+            raise web.HTTPBadRequest(text="refused: a and b are curve numbers") from None
+        if not (0 <= a < len(view.groups) and 0 <= b < len(view.groups)):
+            raise web.HTTPBadRequest(text="refused: no such curve")
+        text = await asyncio.get_running_loop().run_in_executor(None, verdict_html, view, a, b, x, y)
+        return web.Response(text=text, content_type="text/html")
+
+    async def api_history(request: web.Request) -> web.Response:
+        from pydantic import ValidationError
+
+        from infx.analysis.history import CurveSel, history
+
+        q = request.query
+        try:
+            sel = CurveSel(model=q.get("model", ""), scenario=q.get("scenario", ""),
+                           isl=int(q["isl"]) if q.get("isl") else None, osl=int(q["osl"]) if q.get("osl") else None,
+                           precision=q.get("precision", ""), hardware=q.get("hardware", ""),
+                           framework=q.get("framework", ""), spec=q.get("spec", "none"),
+                           disagg=q.get("disagg", "") in ("1", "true", "True"))
+            target = float(q.get("target", ""))
+        except (ValueError, ValidationError):
+            raise web.HTTPBadRequest(text="refused: model, scenario, precision, hardware, framework and a numeric "
+                                          "target are needed") from None
+        x, y = q.get("x", "interactivity"), q.get("y", "tput_gpu_total")
+
+        def run() -> str:
+            with dash.lock:
+                return history(dash.store, sel, target, x=x, y=y, gpus_per_node=dash.gpus_per_node).model_dump_json()
+        try:
+            body = await asyncio.get_running_loop().run_in_executor(None, run)
+        except KeyError as exc:
+            raise web.HTTPBadRequest(text=f"refused: unknown metric {exc}") from None
+        return web.Response(text=body, content_type="application/json")
+
+    async def api_reliability(request: web.Request) -> web.Response:
+        from infx.analysis.history import reliability
+
+        def run() -> list[dict[str, object]]:
+            with dash.lock:
+                return [r.model_dump(mode="json") for r in reliability(dash.store)]
+        return web.json_response(await asyncio.get_running_loop().run_in_executor(None, run))
+
     async def overlay(request: web.Request) -> web.Response:
         run_id, baseline = request.query.get("run", ""), request.query.get("baseline", "")
         try:
@@ -267,6 +393,12 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
     app.router.add_get("/latest", latest_page)
     app.router.add_get("/api/frontiers", api_frontiers)
     app.router.add_get("/overlay", overlay)
+    app.router.add_get("/mainview", main_view_page)
+    app.router.add_get("/api/mainview", api_main_view)
+    app.router.add_get("/api/mainview.csv", api_main_view_csv)
+    app.router.add_get("/api/verdict", api_verdict)
+    app.router.add_get("/api/history", api_history)
+    app.router.add_get("/api/reliability", api_reliability)
     app.router.add_get("/files/{tail:.*}", files)
     app.router.add_get("/api/runs", api_runs)
     app.router.add_get("/static/plotly.min.js", plotly_js)

@@ -182,3 +182,37 @@ def write_seed_scenario(root: str | Path, *, pr_run: str = "pr-1234", baseline_r
                         started_at=time.mktime((2026, 11, 1, 0, 0, 0, 0, 0, 0)))
     return write_synthetic_run(root, pr_run, SEED_ARMS, official=False, baseline=baseline_run, seed=2,
                                started_at=time.mktime((2026, 11, 29, 0, 0, 0, 0, 0, 0)))
+
+
+#: The cross-hardware shape: one model on several hardware and frameworks (runner, framework, throughput scale).
+CROSS_HARDWARE = (("cluster:mi355x-amds", "vllm", 1.0), ("cluster:b200-nv", "vllm", 1.3))
+
+
+def write_cross_hardware_run(root: str | Path, run_id: str,
+                             hardware: tuple[tuple[str, str, float], ...] = CROSS_HARDWARE,
+                             arms: tuple[Arm, ...] = SEED_ARMS, *, isl: int = 1024, osl: int = 1024,
+                             official: bool = True, seed: int = 0, started_at: float = 1_780_000_000.0,
+                             models: tuple[str, ...] = ("dsv41flash",), image: str = IMAGE) -> ResultsDir:
+    """One run measuring ``models`` on every (runner, framework) of ``hardware``, each with every arm over its
+    concs (``scale`` shifts that hardware's curves): the main view's cross-hardware chart."""
+    results = ResultsDir(root)
+    rng = random.Random(seed)
+    manifest = make_manifest(run_id, official=official, started_at=started_at)
+    manifest = manifest.model_copy(update={"gpus_per_node": {runner: 8 for runner, _, _ in hardware}})
+    results.write_manifest(manifest)
+    for model in models:
+        for runner, framework, scale in hardware:
+            hw = runner.split(":", 1)[-1].split("-", 1)[0]
+            for arm in arms:
+                startup = StartupSummary(kv_cache_tokens=400_000 * arm.tp, kv_cache_gib=20.0 * arm.tp,
+                                         max_concurrency=12.5 * arm.tp, startup_s=240.0)
+                for i, c in enumerate(arm.concs):
+                    base = make_point(arm.tp, c, model_prefix=model, runner=runner, framework=framework, isl=isl,
+                                      osl=osl, image=image)
+                    name = f"{model}_{hw}_{framework}_tp{arm.tp}_conc{c}_{isl}_{osl}"
+                    point = base.model_copy(update={"point_id": name, "exp_name": name})
+                    result = make_result(point, arm, scale=scale, rng=rng, started_at=started_at + 700 * i)
+                    status = PointStatus(state="done", launch_fingerprint=f"synthetic-{hw}-tp{arm.tp}",
+                                         startup=startup, started_at=result.started_at, ended_at=result.ended_at)
+                    write_point_outcome(results, run_id, point, status, result)
+    return results

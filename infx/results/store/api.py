@@ -345,6 +345,10 @@ class Store:
         with self._read() as conn:
             return reads.runs_overview(conn)
 
+    def outcome_counts(self) -> list[reads.OutcomeCount]:
+        with self._read() as conn:
+            return reads.outcome_counts(conn)
+
     def measured(self, run_ids: Sequence[str] | None = None) -> list[reads.MeasuredRow]:
         with self._read() as conn:
             return reads.measured(conn, run_ids, self._have)

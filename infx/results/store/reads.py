@@ -393,3 +393,31 @@ def table_rows(conn: sa.Connection, table: sa.Table, run_id: str, cols: Sequence
     """Every row of ``table`` for one run (the columns ``cols``, in that order; absent ones NULL)."""
     q = sa.select(*(table.c[c] for c in cols)).where(table.c.run_id == run_id)
     return [tuple(row) for row in conn.execute(q)]
+
+
+# ------------------------------------------------------------------------------------------------ reliability
+
+
+class OutcomeCount(NamedTuple):
+    """How many points of a run ended in a state on one hardware and runner (failure class: failed/skipped only)."""
+
+    run_id: str
+    started_at: float | None
+    hardware: str
+    runner: str
+    state: str
+    failure_class: str | None
+    n: int
+
+
+def outcome_counts(conn: sa.Connection) -> list[OutcomeCount]:
+    """Points per (measured run, hardware, runner, state, failure class), runs in start order."""
+    f, runs = schema.failures, schema.runs
+    q = (sa.select(p.c.run_id, runs.c.started_at, p.c.hardware, p.c.runner, p.c.state, f.c.failure_class,
+                   sa.func.count())
+         .select_from(p.join(runs, runs.c.run_id == p.c.run_id)
+                      .outerjoin(f, sa.and_(f.c.run_id == p.c.run_id, f.c.point_id == p.c.point_id)))
+         .where(runs.c.origin == "measured")
+         .group_by(p.c.run_id, runs.c.started_at, p.c.hardware, p.c.runner, p.c.state, f.c.failure_class)
+         .order_by(runs.c.started_at, p.c.run_id, p.c.hardware, p.c.runner, p.c.state, f.c.failure_class))
+    return [OutcomeCount._make(row) for row in conn.execute(q)]
