@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,10 @@ from hypothesis import strategies as st
 from infx.diagnostics import InfxError
 from infx.engines.expr import MAX_INT_BITS, MAX_STR, Expr, ExprError
 
-FUZZ = settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+#: Examples per reader: 150 in the suite; ``INFX_FUZZ_EXAMPLES=1000`` for a deeper one-off run.
+EXAMPLES = int(os.environ.get("INFX_FUZZ_EXAMPLES", "150"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 # --------------------------------------------------------------------------- YAML
 
@@ -27,11 +31,11 @@ _YAML_TOKENS = st.sampled_from([
     "a", "b", "k", ":", ": ", "- ", "-", "[", "]", "{", "}", ",", " ", "  ", "\n", "\n  ", "\n    ", "&x ", "*x", "&y ",
     "*y", "<<: ", "!tag ", "!!set ", "!!omap ", "!!binary ", "!!int ", "!!float ", "'", '"', "#", "|", ">", "?",
     "---\n", "...\n", ".inf", "-.inf", ".nan", "9" * 30, "1e999", "0x1F", "1:30", "2001-13-45", "yes", "~", "\t",
-    "%YAML 1.1\n", "\x00", "\xff", "é",
+    "%YAML 1.1\n", "\x00", "\xff", "é", "&x [*x]", "&y {a: *y}", "&x\n  - *x", "9" * 5000,
 ])
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(600)
 @FUZZ
 @given(st.lists(_YAML_TOKENS, max_size=60).map("".join))
 def test_yaml_loader_gives_data_or_infx_error(text: str) -> None:
@@ -43,7 +47,7 @@ def test_yaml_loader_gives_data_or_infx_error(text: str) -> None:
         assert str(exc).startswith("f.yaml")
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(600)
 @FUZZ
 @given(st.binary(max_size=400))
 def test_yaml_loader_on_raw_bytes(data: bytes) -> None:
@@ -118,7 +122,7 @@ _TRACE_LINES = st.lists(
 )
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(600)
 @FUZZ
 @given(lines=_TRACE_LINES, gz=st.sampled_from(["none", "whole", "truncated"]))
 def test_trace_reader_gives_traces_or_infx_error(tmp_path: Path, lines: list[bytes], gz: str) -> None:
@@ -160,7 +164,7 @@ def _set(doc: object, path: list[int], value: object) -> object:
     return doc
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(600)
 @FUZZ
 @given(path=st.lists(st.integers(0, 50), max_size=5),
        value=st.one_of(_JSON, st.sampled_from([-1, 10**30, 99, "NaN", [[[[]]]], {"x": None}])),
@@ -182,3 +186,73 @@ def test_result_reader_gives_a_result_or_infx_error(tmp_path: Path, _result_text
         read_model(f, BenchResult)
     except InfxError as exc:
         assert "result.json" in str(exc)
+
+
+# --------------------------------------------------------------------------- infx.toml
+
+_TOML_TOKENS = st.sampled_from([
+    "[paths]\n", "[store]\n", "[recipes]\n", "[x]\n", "configs = ", "results = ", "url = ", "path = ", "n = ",
+    '"configs"', '"x"', "'y'", "1", "9" * 25, "9" * 5000, "-", "inf", "nan", "1e999", "[", "]", "{", "}", ",", "=",
+    " ", "\n", "#", "\x00", "\xff", "é", "true", "2026-13-45", '"""', "a.b = 1\n",
+])
+
+
+@pytest.mark.timeout(600)
+@FUZZ
+@given(st.lists(_TOML_TOKENS, max_size=40).map("".join))
+def test_workspace_file_reader_gives_a_workspace_or_infx_error(tmp_path: Path, text: str) -> None:
+    from infx.workspace import load_workspace_file
+
+    f = tmp_path / "infx.toml"
+    f.write_bytes(text.encode("utf-8", "surrogateescape"))
+    try:
+        load_workspace_file(f)
+    except InfxError as exc:
+        assert "infx.toml" in str(exc)
+
+
+# --------------------------------------------------------------------------- request records
+
+_RECORD = st.fixed_dictionaries({
+    "request_id": st.text(max_size=3), "endpoint": st.sampled_from(["completions", "chat", "x"]),
+    "max_tokens": _COUNT, "send_ns": _COUNT, "end_ns": _COUNT,
+    "chunk_ns": st.lists(_COUNT, max_size=4), "chunk_tokens": st.lists(st.one_of(_COUNT, st.just(10**11)), max_size=4),
+})
+
+
+@pytest.mark.timeout(600)
+@FUZZ
+@given(lines=st.lists(st.one_of(_RECORD.map(_trace_line), _JSON.map(_trace_line), _JUNK), min_size=1, max_size=5),
+       gz=st.sampled_from(["whole", "truncated"]))
+def test_records_reader_gives_bounded_records_or_infx_error(tmp_path: Path, lines: list[bytes], gz: str) -> None:
+    from infx.metrics.compute import itl_samples_ms
+    from infx.records import MAX_RESPONSE_TOKENS, iter_records
+
+    data = gzip.compress(b"\n".join(lines) + b"\n")
+    f = tmp_path / "records.jsonl.gz"
+    f.write_bytes(data[: max(1, len(data) // 2)] if gz == "truncated" else data)
+    try:
+        for rec in iter_records(f):
+            assert sum(rec.chunk_tokens) <= MAX_RESPONSE_TOKENS
+            itl_samples_ms(rec)  # what the metrics allocate from a record
+    except InfxError as exc:
+        assert "records.jsonl.gz" in str(exc)
+
+
+# --------------------------------------------------------------------------- lm-eval outputs
+
+@pytest.mark.timeout(600)
+@FUZZ
+@given(doc=_JSON, junk=st.one_of(st.none(), _JUNK))
+def test_lmeval_outputs_give_scores_or_a_reason(tmp_path: Path, doc: object, junk: bytes | None) -> None:
+    from infx.evals.parse import read_lmeval_scores
+    from infx.evals.runner import _error_info
+
+    data = junk if junk is not None else json.dumps({"results": {"gsm8k": doc}, "configs": {"gsm8k": doc},
+                                                     "n-samples": doc}).encode()
+    for name in ("results_x.json", "error.json"):
+        (tmp_path / name).write_bytes(data)
+    with contextlib.suppress(InfxError):
+        read_lmeval_scores(tmp_path / "results_x.json", "gsm8k")
+    kind, message = _error_info(tmp_path / "error.json", 1)
+    assert isinstance(kind, str) and isinstance(message, str)

@@ -363,6 +363,47 @@ def check_selection(repo: RecipeRepo, lr: LoadedRecipe, sel: RecipeSelection,
     return variant, strategy, sfile, hw, warnings
 
 
+def _feature_args(b: _Builder, recipe: Recipe, variant: Variant, sel: RecipeSelection,
+                  hw: HardwareProfile) -> tuple[list[str], dict[str, str]]:
+    """Step 7: the selected features' args (a mode's, or the hardware block's, or the feature's own), in order;
+    the features used and the mode chosen for each moded feature."""
+    vkey, sname, hw_id = sel.variant, sel.strategy, sel.hardware
+    nvidia, gen = hw.brand == "NVIDIA", hw.gen
+    feats = default_features(recipe, vkey, hw_id) if sel.features is None else list(sel.features)
+    used: list[str] = []
+    modes: dict[str, str] = {}
+    for f in feats:
+        feat = recipe.features.get(f)
+        if feat is None or (feat.strategies and sname not in feat.strategies):
+            continue
+        fpath: tuple[PathElem, ...] = ("features", f)
+        if feat.modes is not None:
+            m = resolve_mode(feat, f, variant, vkey, hw_id, hw, sel.modes.get(f))
+            if m is None:
+                continue
+            modes[f] = m
+            mode = feat.modes[m]
+            mpath = fpath + ("modes", m)
+            ho, hk = keyed(mode.hardware_overrides, hw_id, hw)
+            if ho is not None and ho.args is not None and hk is not None:
+                b.args(ho.args, mpath + ("hardware_overrides", hk, "args"))
+            else:
+                b.args(mode.args, mpath + ("args",))
+            used.append(f)
+            continue
+        fho = feat.hardware_overrides or {}
+        blk = fho.get(gen) if gen is not None and fho.get(gen) is not None else None
+        bkey = gen or ""
+        if blk is None and nvidia and fho.get("nvidia") is not None:
+            blk, bkey = fho["nvidia"], "nvidia"
+        if blk is not None and blk.args is not None:
+            b.args(blk.args, fpath + ("hardware_overrides", bkey, "args"))
+        else:
+            b.args(feat.args, fpath + ("args",))
+        used.append(f)
+    return used, modes
+
+
 def render(repo: RecipeRepo, sel: RecipeSelection, lr: LoadedRecipe | None = None) -> RecipeRendering:
     """Render ``sel`` (single-node strategies only). Bad selections raise :class:`InfxError`."""
     lr = lr or repo.recipe(sel.recipe_path)
@@ -408,38 +449,7 @@ def render(repo: RecipeRepo, sel: RecipeSelection, lr: LoadedRecipe | None = Non
     if so_exact is not None:
         b.args(so_exact.extra_args, sopath + ("hardware_overrides", hw_id, "extra_args"))
     # 7: features
-    feats = default_features(recipe, vkey, hw_id) if sel.features is None else list(sel.features)
-    used: list[str] = []
-    modes: dict[str, str] = {}
-    for f in feats:
-        feat = recipe.features.get(f)
-        if feat is None or (feat.strategies and sname not in feat.strategies):
-            continue
-        fpath: tuple[PathElem, ...] = ("features", f)
-        if feat.modes is not None:
-            m = resolve_mode(feat, f, variant, vkey, hw_id, hw, sel.modes.get(f))
-            if m is None:
-                continue
-            modes[f] = m
-            mode = feat.modes[m]
-            mpath = fpath + ("modes", m)
-            ho, hk = keyed(mode.hardware_overrides, hw_id, hw)
-            if ho is not None and ho.args is not None and hk is not None:
-                b.args(ho.args, mpath + ("hardware_overrides", hk, "args"))
-            else:
-                b.args(mode.args, mpath + ("args",))
-            used.append(f)
-            continue
-        fho = feat.hardware_overrides or {}
-        blk = fho.get(gen) if gen is not None and fho.get(gen) is not None else None
-        bkey = gen or ""
-        if blk is None and nvidia and fho.get("nvidia") is not None:
-            blk, bkey = fho["nvidia"], "nvidia"
-        if blk is not None and blk.args is not None:
-            b.args(blk.args, fpath + ("hardware_overrides", bkey, "args"))
-        else:
-            b.args(feat.args, fpath + ("args",))
-        used.append(f)
+    used, modes = _feature_args(b, recipe, variant, sel, hw)
 
     toks = dedupe(b.toks)
     names = {t.text.split("=", 1)[0] for t in toks if t.text.startswith("--") and "=" in t.text}

@@ -35,7 +35,7 @@ from typing import Literal
 from infx.atomic import WriteFault, write_text
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
-from infx.results.receipt import discard_receipt
+from infx.results.receipt import discard_receipt, has_receipt
 from infx.sweep import events as ev
 from infx.sweep.bundle import finalise_point
 from infx.sweep.grouping import LaunchGroup
@@ -111,6 +111,8 @@ def decide(run_dir: RunDir, point_id: str, fingerprint: str, rerun_failed: bool 
     if status.state == "done" and eval_only:
         return "done"
     if status.state == "done":
+        if not has_receipt(run_dir.point_dir(point_id)):
+            return "run"  # killed between its status and its receipt: the point was never final
         result = run_dir.read_result(point_id)
         ok = (result is not None and result.complete and result.metrics.issued > 0
               and (result.point is None or result.point.get("point-id") == point_id))
