@@ -48,12 +48,14 @@ def main() -> None:
         review = [sys.executable, "-m", "infx", "review", "--base", base, "--head", head, "--format", "json",
                   "--output", str(Path(tmp) / "review.json")]
         peer = [sys.executable, "-m", "infx", "changelog", "validate", "--base-ref", base, "--head-ref", head]
+        load0 = os.getloadavg()[0]
         cold = timed(review, root, env)
+        load1 = os.getloadavg()[0]
         warm = min(timed(review, root, env) for _ in range(args.repeat))
         peer_s = min(timed(peer, root, env) for _ in range(args.repeat))
     print(f"infx review, real history (InferenceX corpus, one bench script changed), {os.cpu_count()} cores")
     print(f"  cold (empty render cache): {cold:6.2f} s   target < {COLD_TARGET_S:.0f} s   "
-          f"{'OK' if cold < COLD_TARGET_S else 'OVER'}")
+          f"{'OK' if cold < COLD_TARGET_S else 'OVER'}   (load average {load0:.1f} before, {load1:.1f} after)")
     print(f"  warm (best of {args.repeat}):         {warm:6.2f} s   target < {WARM_TARGET_S:.0f} s   "
           f"{'OK' if warm < WARM_TARGET_S else 'OVER'}")
     print(f"  peer: infx changelog validate (same refs, best of {args.repeat}): {peer_s:6.2f} s")

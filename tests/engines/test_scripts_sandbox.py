@@ -264,7 +264,7 @@ def test_node_probes_see_what_the_sandbox_pretends(tmp_path: Path) -> None:
     body = HEAD + NODE_PROBES + ('vllm serve "$SNAP" --port "$PORT" --shards "$SHARDS" --root "$ROOT" '
                                  '--rail "$RAIL" --shm-gb "$SHM_GB" --max-num-seqs "$CONC" &\n')
     root = _ws(tmp_path, {"tst_fp8_b200_vllm.sh": body})
-    src = ScriptSource(root=root, timeout_s=10.0)
+    src = ScriptSource(root=root, timeout_s=10.0, batch=2)  # one sandbox for both
     recipes = RecipeSet([], scripts=src)
     p4, p8 = _pt(conc=4), _pt(conc=8, **{"point-id": "p2"})
     src.prefetch([p4, p8])  # one sandbox, two scripts in a row: the second sees none of the first's files

@@ -1,6 +1,7 @@
 """Execute InferenceX bench scripts in a bubblewrap sandbox and record what they launch.
 
-One sandbox runs a batch of jobs (one script + environment each) through ``sandbox/driver.sh``:
+A sandbox runs its jobs (one script + environment each; :func:`run_many` gives every job a sandbox of
+its own and runs several at once) through ``sandbox/driver.sh``:
 
 * no network (``--unshare-all``: net, pid, ipc, uts, user, cgroup), a throwaway tmpfs ``/workspace``,
   ``/tmp`` and ``$HOME`` (``/root``), wiped between jobs; the workspace's ``benchmarks/`` read-only at
@@ -12,6 +13,9 @@ One sandbox runs a batch of jobs (one script + environment each) through ``sandb
   ``nvidia-smi``, ``pip``, ...): it writes argv, environment and the files its arguments name to
   ``/out/N/rec`` and exits 0;
 * each script under ``timeout``; the whole batch under a host-side limit too;
+* the jobs and the records on the host in a scratch dir on ``/dev/shm`` when that is a writable tmpfs
+  (:func:`scratch_dir`; a record is a handful of small files, and allocating their inodes on ext4 took
+  about a tenth of a render's CPU), else in the default temp dir;
 * a node's facts that scripts probe, pretended (docs/architecture.md, "What the sandbox pretends"): a
   placeholder snapshot from ``hf download``, inline Python on the host's interpreter with a throwaway
   dist-packages, one ACTIVE RDMA rail under ``/sys/class/infiniband``, a ``/dev/shm`` tmpfs of
@@ -28,6 +32,9 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -47,6 +54,12 @@ DEFAULT_TIMEOUT_S = 20.0
 SHM_MIB = 3_095_781 // 2
 #: The RDMA rail the sandbox's ``/sys/class/infiniband`` shows: one HCA, port 1 up.
 RDMA_RAIL = "mlx5_0"
+#: Sandboxes at once per core: a render's chain of short processes (fork, exec, wait) keeps a core busy
+#: only 20-40% of its wall time, so one sandbox per core leaves the cores idle between processes.
+SANDBOXES_PER_CORE = 4
+MAX_SANDBOXES = 32
+#: Free space ``/dev/shm`` needs to hold a run's scratch dir (job envs, records, log tails: KBs a job).
+_SCRATCH_MIN_FREE = 64 * 1_048_576
 
 
 class SandboxUnavailable(RuntimeError):
@@ -84,6 +97,30 @@ def _times_cpu(text: str) -> float:
 #: CPU seconds spent inside sandboxes by this process's run_jobs calls (bash ``times``; the host's
 #: rusage does not see through bubblewrap's PID namespace). Read by benchmarks/scripts_preflight.py.
 SANDBOX_CPU = {"seconds": 0.0}
+_CPU_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def scratch_dir() -> str | None:
+    """``/dev/shm`` when it is a writable tmpfs with room, else None (the default temp dir)."""
+    try:
+        with open("/proc/self/mounts", encoding="utf-8") as fh:
+            tmpfs = any(f[1] == "/dev/shm" and f[2] == "tmpfs" for f in (ln.split() for ln in fh) if len(f) > 2)
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    if tmpfs and os.access("/dev/shm", os.W_OK | os.X_OK) and st.f_bavail * st.f_frsize >= _SCRATCH_MIN_FREE:
+        return "/dev/shm"
+    return None
+
+
+def default_workers() -> int:
+    """Sandboxes to run at once: :data:`SANDBOXES_PER_CORE` per core this process may use."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_SANDBOXES, SANDBOXES_PER_CORE * cores))
 
 
 @lru_cache(maxsize=1)
@@ -154,7 +191,7 @@ def run_jobs(benchmarks_dir: Path, jobs: list[tuple[str, dict[str, str]]], *, st
     state_dir.mkdir(parents=True, exist_ok=True)
     shims = _shim_dir(state_dir)
     lib = benchmarks_dir / "benchmark_lib.sh"
-    with tempfile.TemporaryDirectory(prefix="infx-render-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="infx-render-", dir=scratch_dir()) as tmp:
         jobs_dir, out_dir = Path(tmp) / "jobs", Path(tmp) / "out"
         jobs_dir.mkdir()
         out_dir.mkdir()
@@ -185,8 +222,54 @@ def run_jobs(benchmarks_dir: Path, jobs: list[tuple[str, dict[str, str]]], *, st
             err = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise SandboxUnavailable(f"the bubblewrap sandbox cannot start: {err}; no script was run")
         if (out_dir / "times").is_file():
-            SANDBOX_CPU["seconds"] += _times_cpu((out_dir / "times").read_text())
+            cpu = _times_cpu((out_dir / "times").read_text())
+            with _CPU_LOCK:
+                SANDBOX_CPU["seconds"] += cpu
         return [_collect(out_dir / f"{i:05d}") for i in range(len(jobs))]
+
+
+def run_many(benchmarks_dir: Path, jobs: Sequence[tuple[str, dict[str, str]]], *, state_dir: Path,
+             timeout_s: float = DEFAULT_TIMEOUT_S, workers: int | None = None, batch: int = 1,
+             cost: Sequence[float] | None = None) -> list[JobResult]:
+    """Run every job; results in job order.
+
+    Each job gets a sandbox of its own (``batch`` 1): its processes' PIDs, and what a script derives
+    from them (``/tmp/inferencex-agentic-$$``, ``--server-pid``), are then the same whichever jobs run
+    before or beside it, so a render does not depend on how the work was split. A sandbox start is
+    ~5 ms of CPU, under a tenth of the cheapest script's. ``workers`` sandboxes run at once (default
+    :func:`default_workers`), costliest jobs first (``cost``, e.g. the script's size) so that the last
+    ones to finish are short; a thread per sandbox only waits and reads records. ``workers`` 1 is the
+    serial path: jobs in their order, one sandbox after another."""
+    n = len(jobs)
+    if n == 0:
+        return []
+    workers = max(1, workers or default_workers())
+    order = list(range(n))
+    if workers > 1 and cost is not None:
+        order.sort(key=lambda i: -cost[i])
+    size = max(1, batch)
+    batches = [order[i:i + size] for i in range(0, n, size)]
+
+    def one(idx: list[int]) -> list[JobResult]:
+        return run_jobs(benchmarks_dir, [jobs[i] for i in idx], state_dir=state_dir, timeout_s=timeout_s)
+
+    if workers == 1 or len(batches) == 1:
+        results = [one(b) for b in batches]
+    else:
+        with ThreadPoolExecutor(min(workers, len(batches)), thread_name_prefix="infx-render") as ex:
+            futures = [ex.submit(one, b) for b in batches]
+            try:
+                results = [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()  # a sandbox that cannot start: start no more
+                raise
+    out: list[JobResult | None] = [None] * n
+    for idx, res in zip(batches, results, strict=True):
+        for i, r in zip(idx, res, strict=True):
+            out[i] = r
+    assert all(r is not None for r in out)
+    return [r for r in out if r is not None]
 
 
 def _split0(b: bytes) -> list[str]:

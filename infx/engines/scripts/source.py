@@ -3,7 +3,7 @@
 A render is keyed by the content hashes of the script, ``benchmark_lib.sh``, the environment and the
 sandbox's own files, and stored as JSON under ``$INFX_CACHE_DIR/scripts`` (default
 ``~/.cache/infx/scripts``), so a warm plan or preflight runs no sandbox at all. Cold renders run in
-batches of :data:`BATCH` scripts per sandbox over a process pool.
+several sandboxes at once (:func:`~infx.engines.scripts.sandbox.run_many`), biggest scripts first.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,10 +21,9 @@ from pydantic import BaseModel, Field
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.engines.scripts.locate import ScriptLookup, locate_script, workflow_env
-from infx.engines.scripts.sandbox import DEFAULT_TIMEOUT_S, JobResult, Record, run_jobs, sandbox_version
+from infx.engines.scripts.sandbox import DEFAULT_TIMEOUT_S, JobResult, Record, run_many, sandbox_version
 from infx.matrix.point import Point
 
-BATCH = 24
 #: Frameworks whose server a script launch can be read as (the engine adapter the gate applies).
 ENGINE_OF = {"vllm": "vllm", "sglang": "sglang", "trt": "trt", "atom": "atom"}
 #: Environment the sandbox itself sets: never part of a launch.
@@ -109,16 +107,6 @@ def build_render(rel: str, script_sha: str, lib_sha: str, env_sha: str, res: Job
     return out
 
 
-def _render_batch(args: tuple[str, list[tuple[str, dict[str, str]]], str, float]) -> tuple[list[JobResult], float]:
-    """One sandbox's batch; also the sandbox CPU seconds it took (for a pool worker to hand back)."""
-    from infx.engines.scripts.sandbox import SANDBOX_CPU
-
-    bench, jobs, state, timeout_s = args
-    before = SANDBOX_CPU["seconds"]
-    res = run_jobs(Path(bench), jobs, state_dir=Path(state), timeout_s=timeout_s)
-    return res, SANDBOX_CPU["seconds"] - before
-
-
 @dataclass
 class ScriptSource:
     """The bench scripts of one workspace (``root``/``benchmarks``)."""
@@ -126,7 +114,8 @@ class ScriptSource:
     root: Path
     benchmarks: str = "benchmarks"
     timeout_s: float = DEFAULT_TIMEOUT_S
-    workers: int | None = None
+    workers: int | None = None  # sandboxes at once (None: sandbox.default_workers(); 1: one after another)
+    batch: int = 1  # scripts per sandbox (more than 1 only to test the wipe between a sandbox's scripts)
     renders: dict[str, ScriptRender] = field(default_factory=dict)  # by content key (script, lib, env, sandbox)
     _sha: dict[str, str] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=lambda: {"rendered": 0, "cached": 0})
@@ -188,29 +177,24 @@ class ScriptSource:
             bwrap_path()  # no sandbox: a workspace-level error before any script runs
         except SandboxUnavailable as exc:
             raise InfxError(Diagnostic(str(exc), file=str(self.benchmarks_dir))) from None
-        state = str(cache_root())
-        batches = [todo[i:i + BATCH] for i in range(0, len(todo), BATCH)]
-        args = [(str(self.benchmarks_dir), [(t[1], t[4]) for t in b], state, self.timeout_s) for b in batches]
-        # two sandboxes per core: a render is ~20 ms of CPU in ~60 ms of wall (forks, exec, tmpfs)
-        workers = self.workers or min(len(batches), 2 * (os.cpu_count() or 1))
         try:
-            if workers <= 1 or len(batches) == 1:
-                results = [_render_batch(a)[0] for a in args]
-            else:
-                from infx.engines.scripts.sandbox import SANDBOX_CPU
-
-                with ProcessPoolExecutor(workers) as ex:
-                    pairs = list(ex.map(_render_batch, args))
-                results = [r for r, _ in pairs]
-                SANDBOX_CPU["seconds"] += sum(c for _, c in pairs)
+            results = run_many(self.benchmarks_dir, [(t[1], t[4]) for t in todo], state_dir=cache_root(),
+                               timeout_s=self.timeout_s, workers=self.workers, batch=self.batch,
+                               cost=[self._size(t[1]) for t in todo])
         except RuntimeError as exc:  # SandboxUnavailable
             raise InfxError(Diagnostic(str(exc), file=str(self.benchmarks_dir))) from None
-        for b, res in zip(batches, results, strict=True):
-            for (key, rel, ssha, env_sha, _env), r in zip(b, res, strict=True):
-                sr = build_render(rel, ssha, lib_sha, env_sha, r, self.timeout_s)
-                self.renders[key] = sr
-                self.stats["rendered"] += 1
-                self._store(key, sr)
+        for (key, rel, ssha, env_sha, _env), r in zip(todo, results, strict=True):
+            sr = build_render(rel, ssha, lib_sha, env_sha, r, self.timeout_s)
+            self.renders[key] = sr
+            self.stats["rendered"] += 1
+            self._store(key, sr)
+
+    def _size(self, rel: str) -> int:
+        """The script's size: the cost estimate that orders renders (bigger scripts run more)."""
+        try:
+            return (self.root / rel).stat().st_size
+        except OSError:
+            return 0
 
     def _load(self, key: str) -> ScriptRender | None:
         try:
