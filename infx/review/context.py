@@ -4,11 +4,15 @@ preflight verdicts of the changed head points (computed once, shared by the rule
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from infx.matrix.point import Point
 from infx.review.models import ReviewRequest
 from infx.review.side import Side, arm_of, match_key, row_line
+
+if TYPE_CHECKING:
+    from infx.review.upstream import Upstream
 
 ChangeKind = Literal["added", "changed", "removed", "unchanged"]
 
@@ -38,8 +42,10 @@ class ReviewContext:
     head: Side
     pr: PullRequest
     changes: list[Change] = field(default_factory=list)
+    workspace_root: Path = Path(".")  # the workspace on disk (where [recipes] path is relative to)
     _verdicts: dict[str, Any] | None = None
     _digests: dict[str, Any] | None = None
+    _upstream: Upstream | None = None
 
     # ---- the changed set
 
@@ -84,6 +90,15 @@ class ReviewContext:
     def missing_images(self) -> set[str]:
         """Images the registry answered 'not found' for (only with --verify-images)."""
         return {i for i, d in image_digests(self).items() if not isinstance(d, str) and _is_missing(d)}
+
+    def upstream(self) -> Upstream:
+        """The recipe rules' shared state: the upstream recipes checkout, merge states, rendered argv."""
+        if self._upstream is None:
+            from infx.review.upstream import Upstream, checkout
+
+            path, commit = checkout(self)
+            self._upstream = Upstream(checkout=path, default_commit=commit)
+        return self._upstream
 
     # ---- preflight, once
 
