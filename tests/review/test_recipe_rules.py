@@ -281,16 +281,15 @@ def test_l8_l9_real_inferencex_entries(ix_pr: Path) -> None:
     keys = {f["evidence"]["arm"].split("/")[0] for f in _found(data, "recipe-args")}
     assert keys == {"dsv4-fp4-mi355x-vllm-agentic-mtp", "dsv4-fp8-mi300x-vllm"}  # the changed set only
     # L8: the tp 8 arm of the agentic MTP entry errs exactly on --moe-backend aiter and VLLM_ROCM_USE_AITER_MOE
-    errs = {f["evidence"]["key"]: f for f in _found(data, "recipe-args", "error")
-            if f["evidence"]["arm"].startswith("dsv4-fp4-mi355x-vllm-agentic-mtp/tp=8/")}
+    arm = "dsv4-fp4-mi355x-vllm-agentic-mtp/tp=8/spec=mtp"  # tp 8, ep 1, no DP attention
+    errs = {f["evidence"]["key"]: f for f in _found(data, "recipe-args", "error") if f["evidence"]["arm"] == arm}
     assert set(errs) == {"moe-backend", "env:VLLM_ROCM_USE_AITER_MOE"}
     script = "benchmarks/single_node/agentic/dsv4_fp4_mi355x_vllm_mtp.sh"
     assert errs["moe-backend"]["evidence"]["launch"] == "aiter"
     assert errs["moe-backend"]["locations"][1] == {"path": script, "line": 424, "end_line": 424, "role": "related"}
     assert errs["env:VLLM_ROCM_USE_AITER_MOE"]["locations"][1]["line"] == 405
     assert "DeepSeek-V4-Pro.yaml (fp8, single_node_tp, mi355x)" in errs["moe-backend"]["evidence"]["selection"]
-    warns = {f["evidence"]["key"] for f in _found(data, "recipe-args", "warning")
-             if f["evidence"]["arm"].startswith("dsv4-fp4-mi355x-vllm-agentic-mtp/tp=8/")}
+    warns = {f["evidence"]["key"] for f in _found(data, "recipe-args", "warning") if f["evidence"]["arm"] == arm}
     assert {"enable-prefix-caching", "disable-hybrid-kv-cache-manager", "block-size"} <= warns
     # L9: mi300x is unsupported upstream: one warning at the entry's runner line, related to meta.hardware
     (hw,) = _found(data, "recipe-hardware", "warning")
