@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from infx.matrix.point import Point
 from infx.review.models import ReviewRequest
 from infx.review.side import Side, arm_of, match_key, row_line
-
-if TYPE_CHECKING:
-    from infx.review.upstream import Upstream
 
 ChangeKind = Literal["added", "changed", "removed", "unchanged"]
 
@@ -45,7 +42,7 @@ class ReviewContext:
     workspace_root: Path = Path(".")  # the workspace on disk (where [recipes] path is relative to)
     _verdicts: dict[str, Any] | None = None
     _digests: dict[str, Any] | None = None
-    _upstream: Upstream | None = None
+    _upstream: Any = None  # infx.review.upstream.Upstream, made by infx.review.upstream.state
 
     # ---- the changed set
 
@@ -90,15 +87,6 @@ class ReviewContext:
     def missing_images(self) -> set[str]:
         """Images the registry answered 'not found' for (only with --verify-images)."""
         return {i for i, d in image_digests(self).items() if not isinstance(d, str) and _is_missing(d)}
-
-    def upstream(self) -> Upstream:
-        """The recipe rules' shared state: the upstream recipes checkout, merge states, rendered argv."""
-        if self._upstream is None:
-            from infx.review.upstream import Upstream, checkout
-
-            path, commit = checkout(self)
-            self._upstream = Upstream(checkout=path, default_commit=commit)
-        return self._upstream
 
     # ---- preflight, once
 

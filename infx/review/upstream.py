@@ -10,7 +10,7 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.recipes.check import Pin
@@ -102,7 +102,7 @@ def _links_file(ctx: ReviewContext, key: str) -> list[FoundLink]:
 
 def link_states(ctx: ReviewContext) -> dict[str, dict[str, Any]]:
     """``--link-state``: URL -> the recorded ``gh pr view`` fields."""
-    u = ctx.upstream()
+    u = state(ctx)
     if u.states is None:
         u.states = {}
         if ctx.request.link_state is not None:
@@ -156,6 +156,14 @@ class Upstream:
     launches: dict[str, Any] | None = None  # point id -> (PointFacts, PointLaunchArgs | reason)
 
 
+def state(ctx: ReviewContext) -> Upstream:
+    """The recipe rules' shared state for this review, made on first use."""
+    if ctx._upstream is None:
+        path, commit = checkout(ctx)
+        ctx._upstream = Upstream(checkout=path, default_commit=commit)
+    return cast(Upstream, ctx._upstream)
+
+
 def checkout(ctx: ReviewContext) -> tuple[Path | None, str | None]:
     """``--recipes-repo`` (read at HEAD when it is a git repository), else the workspace's ``[recipes] path``
     (and ``[recipes] commit``), relative to the workspace root."""
@@ -191,7 +199,7 @@ def repo_at(ctx: ReviewContext, commit: str | None) -> tuple[RecipeRepo, Variant
     from infx.recipes.check import VariantIndex
     from infx.recipes.source import RecipeRepo
 
-    u = ctx.upstream()
+    u = state(ctx)
     assert u.checkout is not None
     want = commit or u.default_commit
     if want not in u.repos:
@@ -201,7 +209,7 @@ def repo_at(ctx: ReviewContext, commit: str | None) -> tuple[RecipeRepo, Variant
         except InfxError as exc:
             u.repos[want] = f"cannot read the recipes checkout {u.checkout} at {want or 'its files'}: " + \
                 exc.diagnostics[0].message
-    return u.repos[want]  # type: ignore[no-any-return]
+    return cast("tuple[RecipeRepo, VariantIndex] | str", u.repos[want])
 
 
 def target(ctx: ReviewContext, key: str) -> Target:
@@ -237,7 +245,7 @@ def point_launches(ctx: ReviewContext, pids: list[str]) -> dict[str, tuple[Point
     """The facts and launch argv of changed head points (rendered once for both recipe rules)."""
     from infx.recipes.check import point_launches as launches_of
 
-    u = ctx.upstream()
+    u = state(ctx)
     if u.launches is None:
         u.launches = {}
     todo = [p for p in pids if p not in u.launches]
@@ -270,7 +278,7 @@ def items(ctx: ReviewContext) -> list[Item] | str:
     vllm = {k: v for k, v in vllm.items() if v}
     if not vllm:
         return "no single-node vLLM change (SGLang cookbooks are checked by hand)"
-    if ctx.upstream().checkout is None:
+    if state(ctx).checkout is None:
         return NO_CHECKOUT
     launches = point_launches(ctx, [p for pids in vllm.values() for p in pids])
     out = []
@@ -295,7 +303,7 @@ def upstream_path(ctx: ReviewContext, file: str, launch: PointLaunchArgs | str) 
     the checkout's path when the checkout lies inside the workspace, else as the recipes repository names it."""
     if not isinstance(launch, str) and file == launch.source:
         return file
-    co = ctx.upstream().checkout
+    co = state(ctx).checkout
     if co is not None:
         try:
             return (co.resolve().relative_to(ctx.workspace_root.resolve()) / file).as_posix()

@@ -180,8 +180,8 @@ def test_l6_published_page_is_merged_documentation_read_at_the_checkout(wired: W
 
 
 def test_l7_bare_commit_fails_under_inferencex(wired: Wired) -> None:
-    signoff = wired.write("signoff-commit.md", "### Additional detail section:\n"
-                                               f"https://github.com/vllm-project/recipes/commit/{wired.m}\nSigned: @o\n")
+    link = f"https://github.com/vllm-project/recipes/commit/{wired.m}"
+    signoff = wired.write("signoff-commit.md", f"### Additional detail section:\n{link}\nSigned: @o\n")
     data = wired.review("--signoff", signoff, "--link-policy", "inferencex", "--recipes-repo", str(wired.recipes),
                         code=1)
     (f,) = _found(data, "recipe-link")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from infx.recipes.rules import resolve_link
 from infx.review.models import Finding, Location, Severity, finding
 from infx.review.rules import Outcome, RuleInfo, status_of
-from infx.review.upstream import MULTI_ONLY, PAGES, FoundLink, Target, applicable, target
+from infx.review.upstream import MULTI_ONLY, PAGES, FoundLink, Target, applicable, state, target
 
 if TYPE_CHECKING:
     from infx.review.context import ReviewContext
@@ -107,7 +107,7 @@ def _judge(ctx: ReviewContext, key: str, pids: list[str], t: Target, loc: list[L
 
 def _on_default_branch(ctx: ReviewContext, ref: str | None) -> bool | None:
     """Whether a linked file's ref is a commit on the checkout's default branch (None: no checkout)."""
-    u = ctx.upstream()
+    u = state(ctx)
     if u.checkout is None or ref is None or u.default_commit is None or ref.startswith("-"):
         return None
     r = subprocess.run(["git", "-C", str(u.checkout), "merge-base", "--is-ancestor", ref, u.default_commit],
@@ -117,7 +117,7 @@ def _on_default_branch(ctx: ReviewContext, ref: str | None) -> bool | None:
 
 def _recipe_half(ctx: ReviewContext, key: str, pids: list[str], t: Target, link: FoundLink) -> dict[str, Any] | str:
     """The linked recipe file read at the link's commit: its path and commit, or why it cannot be read."""
-    u = ctx.upstream()
+    u = state(ctx)
     if u.checkout is None or t.manual:
         return {}
     model = ctx.head_point(pids[0]).model
