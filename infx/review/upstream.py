@@ -151,6 +151,7 @@ class Upstream:
 
     checkout: Path | None = None
     default_commit: str | None = None
+    problem: str | None = None  # why the workspace's [recipes] path gives no checkout
     states: dict[str, dict[str, Any]] | None = None
     repos: dict[str | None, Any] = field(default_factory=dict)  # commit -> (RecipeRepo, VariantIndex) | reason
     launches: dict[str, Any] | None = None  # point id -> (PointFacts, PointLaunchArgs | reason)
@@ -160,13 +161,15 @@ def state(ctx: ReviewContext) -> Upstream:
     """The recipe rules' shared state for this review, made on first use."""
     if ctx._upstream is None:
         path, commit = checkout(ctx)
-        ctx._upstream = Upstream(checkout=path, default_commit=commit)
+        ctx._upstream = Upstream(checkout=path, default_commit=commit if path is not None else None,
+                                 problem=commit if path is None else None)
     return cast(Upstream, ctx._upstream)
 
 
 def checkout(ctx: ReviewContext) -> tuple[Path | None, str | None]:
     """``--recipes-repo`` (read at HEAD when it is a git repository), else the workspace's ``[recipes] path``
-    (and ``[recipes] commit``), relative to the workspace root."""
+    (and ``[recipes] commit``), relative to the workspace root. A ``[recipes] path`` that is not there
+    gives no checkout and, as the commit, the reason."""
     if ctx.request.recipes_repo is not None:
         path: Path | None = ctx.request.recipes_repo
         commit = None
@@ -178,7 +181,9 @@ def checkout(ctx: ReviewContext) -> tuple[Path | None, str | None]:
     if path is None:
         return None, None
     if not path.is_dir():
-        raise InfxError(Diagnostic(f"recipes checkout '{path}' is not a directory", str(path)))
+        if ctx.request.recipes_repo is not None:  # asked for on the command line: bad input
+            raise InfxError(Diagnostic(f"recipes checkout '{path}' is not a directory", str(path)))
+        return None, f"[recipes] path {path} is not a directory"
     if commit is None and _is_git(path):
         commit = "HEAD"
     return path, commit
@@ -278,8 +283,9 @@ def items(ctx: ReviewContext) -> list[Item] | str:
     vllm = {k: v for k, v in vllm.items() if v}
     if not vllm:
         return "no single-node vLLM change (SGLang cookbooks are checked by hand)"
-    if state(ctx).checkout is None:
-        return NO_CHECKOUT
+    u = state(ctx)
+    if u.checkout is None:
+        return f"{NO_CHECKOUT} ({u.problem})" if u.problem else NO_CHECKOUT
     launches = point_launches(ctx, [p for pids in vllm.values() for p in pids])
     out = []
     for key, pids in sorted(vllm.items()):

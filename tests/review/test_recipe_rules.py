@@ -66,6 +66,9 @@ def wired(tmp_path_factory: pytest.TempPathFactory) -> Wired:
     (root / "infx.toml").write_text('[recipes]\npath = "../recipes"\n')
     git(root, "commit", "-q", "-am", "name the recipes checkout")
     git(root, "branch", "head-toml")
+    (root / "infx.toml").write_text('[recipes]\npath = "../nowhere"\n')
+    git(root, "commit", "-q", "-am", "name a checkout that is not there")
+    git(root, "branch", "head-toml-gone")
     # multi: head-fixed plus one disaggregated multi-node entry, and nothing else
     git(root, "checkout", "-q", "-b", "multi", "head-fixed")
     lines = (REPO / "configs/cpu-master.yaml").read_text().splitlines(keepends=True)
@@ -210,6 +213,10 @@ def test_recipes_path_from_infx_toml_and_na_without_a_checkout(wired: Wired) -> 
         r = _rule(bare, rid)
         assert (r["status"], r["reason"]) == ("n/a", "no recipes checkout: give --recipes-repo or [recipes] path")
         assert not _found(bare, rid)
+    gone = wired.review("--body", body, head="head-toml-gone")  # not bad input: the rules say why
+    reason = _rule(gone, "recipe-args")["reason"]
+    assert _rule(gone, "recipe-args")["status"] == "n/a" and reason.startswith("no recipes checkout: ")
+    assert "[recipes] path" in reason and "nowhere is not a directory" in reason
 
 
 def test_l10_multi_node_only_change_is_na(wired: Wired) -> None:
@@ -303,3 +310,10 @@ def test_l8_l9_real_inferencex_entries(ix_pr: Path) -> None:
     assert (CORPUS / "models/deepseek-ai/DeepSeek-V4-Pro.yaml").read_text().splitlines()[rel["line"] - 1].strip() \
         == "mi300x: unsupported"
     assert _rule(data, "recipe-hardware")["status"] == "warn"
+
+
+def test_recipes_repo_that_is_not_a_directory_is_bad_input(wired: Wired) -> None:
+    proc = cli(wired.root, "--base", "base", "--head", "head-fixed", "--recipes-repo", str(wired.tmp / "nope"))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [f"{wired.tmp / 'nope'}: error: recipes checkout "
+                                                f"'{wired.tmp / 'nope'}' is not a directory"]
