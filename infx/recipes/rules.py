@@ -47,6 +47,7 @@ _PATTERNS: list[tuple[LinkKind, re.Pattern[str]]] = [
     ("sglang-page", re.compile(r"https?://(?:docs\.sglang\.io/cookbook|cookbook\.sglang\.io|lmsysorg\.mintlify\.app/"
                                r"cookbook)[^\s)>\]]*")),
 ]
+_TRAILING = ".,;:!?'\""
 
 
 class RecipeLink(BaseModel):
@@ -68,6 +69,14 @@ def parse_links(text: str) -> list[RecipeLink]:
         for m in pat.finditer(text):
             if any(a <= m.start() < b for a, b in taken):
                 continue
+            end = m.end()
+            while end > m.start() and text[end - 1] in _TRAILING:  # sentence punctuation ends a link
+                end -= 1
+            if end != m.end():
+                cut = pat.match(text, m.start(), end)
+                if cut is None:
+                    continue
+                m = cut
             taken.append((m.start(), m.end()))
             g = m.groupdict()
             link = RecipeLink(kind=kind, url=m.group(0))

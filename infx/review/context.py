@@ -4,6 +4,7 @@ preflight verdicts of the changed head points (computed once, shared by the rule
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from infx.matrix.point import Point
@@ -38,8 +39,10 @@ class ReviewContext:
     head: Side
     pr: PullRequest
     changes: list[Change] = field(default_factory=list)
+    workspace_root: Path = Path(".")  # the workspace on disk (where [recipes] path is relative to)
     _verdicts: dict[str, Any] | None = None
     _digests: dict[str, Any] | None = None
+    _upstream: Any = None  # infx.review.upstream.Upstream, made by infx.review.upstream.state
 
     # ---- the changed set
 

@@ -35,7 +35,7 @@ def run_review(req: ReviewRequest, workspace_root: Path) -> ReviewReport:
         for side in (head, base):
             side.top, side.prefix = top, (rel + "/" if rel else "")
         _check_changelog(head)
-        ctx = ReviewContext(request=req, base=base, head=head, pr=pr)
+        ctx = ReviewContext(request=req, base=base, head=head, pr=pr, workspace_root=workspace_root)
         ctx.changes = compute_changes(base, head)
         rules = [cast(RuleModule, m) for m in modules()]
         return build_report(ctx, [(m.RULE.id, _run(m, ctx)) for m in rules])

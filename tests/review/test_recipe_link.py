@@ -1,12 +1,12 @@
-"""``recipe-link``: link recognition (spec 5.2), the sign-off section, merge state from --link-state,
-and the two policies, on the seed-pr fixture (head-fixed) and on plain text."""
+"""``recipe-link``: link recognition (spec 5.2, by infx.recipes.rules.parse_links), the sign-off section,
+merge state from --link-state, and the two policies, on the seed-pr fixture (head-fixed) and on plain text."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from infx.review.rules.recipe_link import recognise, signoff_section
+from infx.review.upstream import found_links, signoff_section
 
 from .helpers import cli, findings, review, rule
 
@@ -19,7 +19,8 @@ def test_recognition_kinds() -> None:
             "https://recipes.vllm.ai/deepseek-ai/DeepSeek-V4.1-Flash?hardware=mi355x, "
             "https://github.com/sgl-project/sglang/pull/77 https://cookbook.sglang.io/x/y "
             "https://github.com/vllm-project/recipes/blob/main/models/deepseek-ai/DeepSeek-V4.1-Flash.yaml")
-    got = [(x.kind, x.url) for x in recognise(text, "body")]
+    found = found_links(text, "body")
+    got = [(x.kind, x.url) for x in found]
     assert got == [
         ("vllm-recipes-pr", PR),
         ("vllm-recipes-commit", "https://github.com/vllm-project/recipes/commit/abc1234"),
@@ -29,7 +30,9 @@ def test_recognition_kinds() -> None:
         ("vllm-recipes-file",
          "https://github.com/vllm-project/recipes/blob/main/models/deepseek-ai/DeepSeek-V4.1-Flash.yaml"),
     ]
-    assert recognise("https://github.com/other/recipes/pull/1", "body") == []
+    assert found[2].link.pin.hardware == "mi355x"  # the trailing comma is sentence punctuation, not the query
+    assert found[0].link.pr == 1006 and {x.source for x in found} == {"body"}
+    assert found_links("https://github.com/other/recipes/pull/1", "body") == []
 
 
 def test_signoff_section() -> None:

@@ -1,10 +1,9 @@
 """Small behaviours of single rules, without a repository: the flags a changelog quotes, the job family of
-a point, and the N/A plug-in of the recipe rules."""
+a point."""
 
 from __future__ import annotations
 
 from infx.matrix.point import Point
-from infx.review.rules import Outcome, recipe_args, recipe_hardware
 from infx.review.rules.failure_isolation import family
 from infx.review.rules.launch_claims import _FLAG, _argv_values, _norm_value
 
@@ -40,14 +39,3 @@ def test_job_families() -> None:
     assert family(_pt(isl=1024, osl=1024)) == "single-node 1k1k /"
     assert family(_pt(isl=8192, osl=1024)) == "single-node 8k1k /"
     assert family(_pt(**{"scenario-type": "agentic-coding"})) == "agentic /"
-
-
-def test_recipe_rules_are_na_until_a_check_is_plugged_in() -> None:
-    for mod in (recipe_args, recipe_hardware):
-        out = mod.check(None)  # type: ignore[arg-type]
-        assert (out.status, out.reason) == ("n/a", "the recipe reader is not in this tree")
-        mod.CHECK = lambda ctx: Outcome("pass", "plugged")  # type: ignore[assignment, misc]
-        try:
-            assert mod.check(None).reason == "plugged"  # type: ignore[arg-type]
-        finally:
-            mod.CHECK = None

@@ -175,7 +175,9 @@ def test_head_fixed(seed: Seed) -> None:
     for rid in ("memory-fit", "launch-claims", "eval-coverage", "changelog-append"):
         assert status[rid] == "pass", (rid, status)
     assert status["failure-isolation"] == "warn" and status["recipe-link"] == "fail"
-    assert status["recipe-args"] == "n/a" and status["recipe-hardware"] == "n/a"
+    reasons = {r["id"]: r["reason"] for r in data["rules"]}
+    for rid in ("recipe-args", "recipe-hardware"):  # the seed workspace names no recipes checkout
+        assert (status[rid], reasons[rid]) == ("n/a", "no recipes checkout: give --recipes-repo or [recipes] path")
     assert data["summary"]["points"] == {"added": 10, "changed": 6, "removed": 0, "unchanged": 0}
 
 
