@@ -253,6 +253,11 @@ class LocalMeasurer:
             summary = tel.finalize(result, theoretical_prefix_hit_rate=theoretical_reuse(result))
             self._warn(summary.warnings)
             result = attach(result, summary)
+        from infx.engines.synthetic import label_of_launch
+
+        spec = label_of_launch(point, getattr(engine, "deployment", None) or launch)
+        if spec is not None:
+            result = result.model_copy(update={"extra": result.extra.model_copy(update={"spec_decode": spec})})
         return result
 
     def _warn(self, warnings: list[str]) -> None:

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from infx.atomic import write_text
-from infx.metrics.sections import PowerFigures, ResultExtra, TelemetrySummary
+from infx.metrics.sections import PowerFigures, ResultExtra, RoleAcceptance, TelemetrySummary
 from infx.telemetry import energy, rapl
+from infx.telemetry.acceptance import acceptance
 from infx.telemetry.engine_state import ENGINE_STATE_FILE, EngineStateScraper, read_samples, summarise
 from infx.telemetry.gpu import AmdSmiSampler, NvidiaSmiSampler, detect_tool
 from infx.telemetry.models import WindowCheck
@@ -135,9 +136,16 @@ class Telemetry:
         if self.cpu is not None:
             cpu = rapl.cpu_energy(self.dir / CPU_FILE, check.window, unreadable=self.cpu.error)
         engine = None
+        accepted: list[RoleAcceptance] = []
         if self.engine is not None:
             state_file = self.dir / ENGINE_STATE_FILE
-            engine = summarise(read_samples(state_file) if state_file.is_file() else [], check.window)
+            samples = read_samples(state_file) if state_file.is_file() else []
+            engine = summarise(samples, check.window)
+            w = check.window
+            trial_windows = [(tw.start_time_unix, tw.end_time_unix) for tr in result.trials
+                             if (tw := window_of(result, tr).window) is not None]
+            accepted.append(acceptance(samples, None if w is None else (w.start_time_unix, w.end_time_unix),
+                                       trial_windows if len(trial_windows) == len(result.trials) else []))
             if self.engine.errors:
                 self.warnings.append(f"{self.engine.errors} /metrics scrapes failed")
         files = [n for n in SAMPLE_FILES if (self.dir / n).is_file()]
@@ -152,7 +160,8 @@ class Telemetry:
                                 power_reasons=validation.reasons, cpu=cpu,
                                 gpu_energy_j=validation.raw_metrics.get("total_gpu_energy_j"),
                                 observed_gpu_count=validation.observed_gpu_count,
-                                engine=engine, theoretical_prefix_hit_rate=theoretical, warnings=self.warnings,
+                                engine=engine, theoretical_prefix_hit_rate=theoretical, acceptance=accepted,
+                                warnings=self.warnings,
                                 files=files)
 
 
