@@ -5,11 +5,11 @@ lengths) and *arms* (how: topology, speculative decoding, KV offloading) whose f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -287,8 +287,8 @@ def load_measured(store: Store, run_ids: Sequence[str] | None = None, *,
 def with_acceptance(measured: list[Measured], rows: Iterable[AcceptanceRow]) -> list[Measured]:
     """The points with their speculative-decoding acceptance (the first role's figure; the label is the point's)."""
     by: dict[tuple[str, str], AcceptanceRow] = {}
-    for a in rows:
-        by.setdefault((a.run_id, a.point_id), a)
+    for row in rows:
+        by.setdefault((row.run_id, row.point_id), row)
     if not by:
         return measured
     out = []
