@@ -47,6 +47,7 @@ class ReportData:
     evals: list[EvalPoint] = field(default_factory=list)  # accuracy evals of this run (and the baseline)
     accuracy: list[AccuracyComparison] = field(default_factory=list)  # paired verdicts: arms, and vs baseline
     cost: Any = None  # infx.analysis.cost.CostView: the cost table applied at read time (never stored)
+    acceptance: list[Any] = field(default_factory=list)  # infx.results.store.reads.AcceptanceRow, this run's
 
     def measured_at(self, point_id: str) -> Measured | None:
         """The measured figures of a point of this run (None: not measured)."""
@@ -183,6 +184,7 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
         capacity = capacity_results(results_root, stored, measured) or None
     data.cost = load_cost_view(store, measured, stored, model=cost_model, tier=cost_tier, capacity=capacity)
     data.evals = load_evals(store, stored) if stored else []
+    data.acceptance = store.acceptance([run_id]) if run_id not in in_view else []
     if run_id not in in_view:
         data.accuracy = compare_arm_accuracy(store, data.evals, run_id, None, None)
         if baseline and baseline not in in_view:
