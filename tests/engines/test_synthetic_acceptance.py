@@ -92,3 +92,20 @@ def test_plan_over_the_corpus_counts_synthetic_points_by_engine(tmp_path: Path) 
     assert "acceptance: synthetic (AL 2.78, via TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS)" in text
     assert "acceptance: synthetic (AL 3.39, via SGLANG_SIMULATE_ACC_LEN)" in text
     assert "acceptance: measured" in text
+
+
+@pytest.mark.skipif(not (CORPUS / "benchmarks").is_dir() or shutil.which("bwrap") is None,
+                    reason="InferenceX corpus or bubblewrap absent")
+def test_preflight_shows_the_label(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "configs").mkdir(parents=True)
+    for f in ("amd-master.yaml", "nvidia-master.yaml", "runners.yaml"):
+        shutil.copy(CORPUS / f, ws / "configs" / f)
+    (ws / "benchmarks").symlink_to(CORPUS / "benchmarks")
+    (ws / "infx.toml").write_text("")
+    out = subprocess.run([sys.executable, "-m", "infx", "preflight", "--config-keys",
+                          "qwen3.5-fp8-b200-sglang-agentic-mtp", "--json"], cwd=ws, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, timeout=600)
+    verdicts = json.loads(out.stdout)
+    labels = {c["message"] for v in verdicts for c in v["checks"] if c["name"] == "acceptance"}
+    assert labels == {"synthetic (AL 3.39, via SGLANG_SIMULATE_ACC_LEN)"}, labels
