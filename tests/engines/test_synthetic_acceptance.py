@@ -85,8 +85,8 @@ def test_plan_over_the_corpus_counts_synthetic_points_by_engine(tmp_path: Path) 
     counts = dict((m.group(1), (int(m.group(2)), int(m.group(3))))
                   for m in re.finditer(r"^  ([\w-]+): (\d+) synthetic, (\d+) measured$", text, re.M))
     # every engine with a forcing knob in the corpus is caught: vLLM's speculative-config, SGLang's env,
-    # TRT-LLM's env, and the srt-slurm injector on multi-node dynamo rows
-    for engine in ("vllm", "sglang", "trt", "dynamo-vllm", "dynamo-sglang"):
+    # TRT-LLM's env, ATOM's flags, and the srt-slurm injector on multi-node dynamo rows
+    for engine in ("vllm", "sglang", "trt", "atom", "dynamo-vllm", "dynamo-sglang"):
         assert counts[engine][0] > 0, (engine, counts)
     assert sum(c[0] for c in counts.values()) == int(head.group(1))
     assert "acceptance: synthetic (AL 2.78, via TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS)" in text
