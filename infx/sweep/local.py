@@ -278,7 +278,8 @@ class LocalMeasurer:
         gpus = point.gpus_per_server or None  # TP x PP x PCP; every role's GPUs for a deployment
         return Telemetry(point_dir, self.telemetry, metrics_url=metrics_url, expected_gpus=gpus,
                          devices=visible_devices(getattr(launch, "env", None), gpus),
-                         node_devices=deployment_node_devices(engine))
+                         node_devices=deployment_node_devices(engine),
+                         metrics_role="decode" if getattr(engine, "deployment", None) is not None else "server")
 
 
 class LocalEvaluator:

@@ -72,11 +72,12 @@ class Telemetry:
 
     def __init__(self, point_dir: Path, options: TelemetryOptions | None = None, *, metrics_url: str | None = None,
                  expected_gpus: int | None = None, devices: list[str] | None = None,
-                 node_devices: list[list[str] | None] | None = None):
+                 node_devices: list[list[str] | None] | None = None, metrics_role: str = "server"):
         """``node_devices``: a multi-node deployment inside its Slurm job; one sampler task per node
         (:mod:`infx.telemetry.nodes`) keeping these device ids of each node."""
         self.dir = Path(point_dir)
         self.options = options or TelemetryOptions()
+        self.metrics_role = metrics_role  # whose /metrics ``metrics_url`` is (a deployment's: its decode role's)
         self.expected_gpus = expected_gpus
         self.warnings: list[str] = []
         self.gpu_tool, warning = detect_tool(self.options.gpu)
@@ -145,7 +146,8 @@ class Telemetry:
             trial_windows = [(tw.start_time_unix, tw.end_time_unix) for tr in result.trials
                              if (tw := window_of(result, tr).window) is not None]
             accepted.append(acceptance(samples, None if w is None else (w.start_time_unix, w.end_time_unix),
-                                       trial_windows if len(trial_windows) == len(result.trials) else []))
+                                       trial_windows if len(trial_windows) == len(result.trials) else [],
+                                       role=self.metrics_role))
             if self.engine.errors:
                 self.warnings.append(f"{self.engine.errors} /metrics scrapes failed")
         files = [n for n in SAMPLE_FILES if (self.dir / n).is_file()]
