@@ -99,3 +99,30 @@ def test_synthetic_vs_measured_acceptance_carries_the_caveat(tokenizer: Path, tm
     assert all("[caveat: " in v["text"] for v in decided)
     human = CliRunner().invoke(_app(), ["compare", str(root), "--run", "ab", "--per", "server"])
     assert human.exit_code == 0 and "caveat" in human.output and "synthetic (AL 3.51)" in human.output
+
+
+def test_no_machine_readable_comparison_model_has_a_winner_field() -> None:
+    """Every model a comparison output is serialised from (compare JSON, report data, PR table, repro verdict)
+    states the intervals' verdict: none has a ``winner`` field, at any depth."""
+    from pydantic import BaseModel
+
+    from infx.analysis.compare import ComparisonSet
+    from infx.interop.prtable import PRComparison
+    from infx.repro.verdict import ReproVerdict
+
+    def fields(model: type[BaseModel], seen: set[type]) -> set[str]:
+        if model in seen:
+            return set()
+        seen.add(model)
+        out = set(model.model_fields)
+        for f in model.model_fields.values():
+            for t in (f.annotation, *getattr(f.annotation, "__args__", ())):
+                for inner in (t, *getattr(t, "__args__", ())):
+                    if isinstance(inner, type) and issubclass(inner, BaseModel):
+                        out |= fields(inner, seen)
+        return out
+
+    for model in (ComparisonSet, PRComparison, ReproVerdict):
+        names = fields(model, set())
+        assert "winner" not in names, model
+    assert "point_estimates_only" in fields(ComparisonSet, set())
