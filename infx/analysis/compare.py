@@ -472,19 +472,28 @@ class ComparisonSet(_Model):
 
 
 def _frontier_pair(sa: ArmSeries, sb: ArmSeries, *, at: Sequence[float] | None, ladder_points: int, margin: float,
-                   match_conc: bool = False) -> Comparison:
+                   match_conc: bool = False, drift: bool | None = None) -> Comparison:
     from infx.analysis.dataset import X_AXES, y_axis
 
     xa = X_AXES[sa.x_metric]
     ca, cb = sa.by_conc(), sb.by_conc()
     pairs = [(float(c), ca[c], cb[c]) for c in sorted(set(ca) & set(cb))] if match_conc else []
     c = compare_frontiers(sa.frontier(), sb.frontier(), a_label=sa.label, b_label=sb.label, by_conc=pairs,
-                          drift=match_conc,
+                          drift=match_conc if drift is None else drift,
                           x_label=xa.label.lower(), x_unit=xa.unit,
                           y_label=y_axis(sa.y_metric, sa.norm).label.lower(),
                           workload=sa.workload.label, at=at, ladder_points=ladder_points, margin=margin)
     caveat = acceptance_caveat(sa, sb)
     return c.with_caveat(caveat) if caveat else c
+
+
+def spec_only(sa: ArmSeries, sb: ArmSeries) -> bool:
+    """Two arms of one engine configuration that differ only in speculative decoding: compared point by point at
+    the concurrencies both measured (the same offered load, with and without drafting), since drafting moves
+    interactivity so far that their frontiers may share no interactivity range."""
+    a, b = sa.arm, sb.arm
+    return (a.topology == b.topology and a.kv_offloading == b.kv_offloading and a.spec_decoding != b.spec_decoding
+            and bool(set(sa.by_conc()) & set(sb.by_conc())))
 
 
 def _acceptance_of(s: ArmSeries) -> str:
@@ -558,7 +567,8 @@ def compare_arms(measured: Sequence[Measured], run_id: str, a: str | None = None
             if len(arms) < 2:
                 notes.append(f"{workload.label}: only one arm ({arms[0].label}) in run {run_id}; nothing to compare")
         for sa, sb in pairs:
-            out.append(_frontier_pair(sa, sb, at=at, ladder_points=ladder_points, margin=margin))
+            out.append(_frontier_pair(sa, sb, at=at, ladder_points=ladder_points, margin=margin,
+                                      match_conc=spec_only(sa, sb), drift=False))
     from infx.analysis.dataset import NORM_UNITS
 
     return ComparisonSet(title=f"arms of run {run_id} ({NORM_UNITS[norm]})", norm=norm,

@@ -43,7 +43,8 @@ def test_demo_report_shows_illustrative_cpu_costs(tmp_path: Path, tiny_model_dir
     assert len(als) == 3 and all(al > 1.2 for al in als), acc
     assert "Why the tiny model accepts drafts" in page
     cmp = page[page.index('id="arm-comparison"'):]
-    assert "TP=1 vs TP=1 spec=ngram" in cmp and "ratio A/B [95% CI]" in cmp
+    # the arms differ only in drafting: compared at each concurrency both measured, with the 95 % interval
+    assert "TP=1 vs TP=1 spec=ngram" in cmp and "<th>concurrency</th>" in cmp and "ratio A/B [95% CI]" in cmp
     table = cmp[cmp.index("ratio A/B [95% CI]"):]
     table = table[:table.index("</table>")]
     assert re.search(r"[0-9.]+x \[[0-9.]+, [0-9.]+\]</td><td>(a|b|equivalent|inconclusive)</td>", table), table
