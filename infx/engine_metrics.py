@@ -31,6 +31,12 @@ class EngineStateSample(BaseModel):
     prompt_tokens: float | None = None  # counter
     generation_tokens: float | None = None  # counter
     requests_finished: float | None = None  # counter (the live req/s of the progress display)
+    # speculative decoding (vLLM v1 counters; absent when the engine runs no drafter or has no such series)
+    spec_drafts: float | None = None  # counter: drafting steps
+    spec_draft_tokens: float | None = None  # counter: tokens proposed
+    spec_accepted: float | None = None  # counter: tokens accepted
+    spec_accepted_per_pos: dict[str, float] | None = None  # counter per draft position ("0", "1", ...)
+    spec_accept_length: float | None = None  # SGLang's gauge: its own mean acceptance length (not a counter)
 
 
 # sample name -> field. vLLM v1 (0.8+) and older V0 spellings; SGLang (``sglang:cached_tokens_total`` is
@@ -46,6 +52,9 @@ SUMMED: dict[str, str] = {
     "vllm:prompt_tokens_total": "prompt_tokens",
     "vllm:generation_tokens_total": "generation_tokens",
     "vllm:request_success_total": "requests_finished",
+    "vllm:spec_decode_num_drafts_total": "spec_drafts",
+    "vllm:spec_decode_num_draft_tokens_total": "spec_draft_tokens",
+    "vllm:spec_decode_num_accepted_tokens_total": "spec_accepted",
     "sglang:num_running_reqs": "running",
     "sglang:num_queue_reqs": "waiting",
     "sglang:num_retracted_reqs": "preemptions",
@@ -58,11 +67,17 @@ MAXED: dict[str, str] = {
     "vllm:kv_cache_usage_perc": "kv_usage",
     "vllm:gpu_cache_usage_perc": "kv_usage",
     "sglang:token_usage": "kv_usage",
+    "sglang:spec_accept_length": "spec_accept_length",
 }
 COUNTERS = ("preemptions", "prefix_queries", "prefix_hits", "prompt_tokens", "generation_tokens")
+#: the speculative-decoding counters (and the series each is read from): acceptance is their delta over a window
+SPEC_COUNTERS: dict[str, str] = {"spec_drafts": "vllm:spec_decode_num_drafts_total",
+                                 "spec_draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
+                                 "spec_accepted": "vllm:spec_decode_num_accepted_tokens_total"}
+PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 
 
-_WANTED = tuple(SUMMED) + tuple(MAXED)
+_WANTED = (*SUMMED, *MAXED, PER_POS)
 _WANTED_TYPES = tuple(f"# TYPE {n}" for n in _WANTED) + tuple(f"# TYPE {n.removesuffix('_total')} " for n in _WANTED)
 
 
@@ -75,6 +90,7 @@ def wanted_lines(text: str) -> str:
 
 def parse_metrics(text: str, t: float) -> EngineStateSample:
     values: dict[str, float] = {}
+    per_pos: dict[str, float] = {}
     for family in text_string_to_metric_families(wanted_lines(text)):
         for s in family.samples:
             field = SUMMED.get(s.name)
@@ -84,9 +100,12 @@ def parse_metrics(text: str, t: float) -> EngineStateSample:
             field = MAXED.get(s.name)
             if field is not None:
                 values[field] = max(values.get(field, float("-inf")), float(s.value))
+            elif s.name == PER_POS:
+                pos = s.labels.get("position", "")
+                per_pos[pos] = per_pos.get(pos, 0.0) + float(s.value)
     if "prefix_queries" not in values and "prefix_hits" in values and "sglang:cached_tokens_total" in text:
         values["prefix_queries"] = values.get("prompt_tokens", 0.0)
-    return EngineStateSample(t=t, **values)
+    return EngineStateSample(t=t, **values, spec_accepted_per_pos=per_pos or None)
 
 
 def scrape_once(url: str, timeout_s: float) -> EngineStateSample | None:

@@ -98,6 +98,10 @@ class RequestRecord(_Model):
     first_byte_ns: int | None = None  # first body bytes received
     first_token_ns: int | None = None  # first chunk carrying >= 1 generated token
     last_token_ns: int | None = None  # last chunk carrying >= 1 generated token
+    # reasoning streams only (``delta.reasoning_content`` / ``delta.reasoning``; left out otherwise): the first
+    # chunk carrying an answer (non-reasoning) token, and the reasoning tokens streamed before and between
+    first_content_ns: int | None = Field(None, exclude_if=lambda v: v is None)
+    reasoning_tokens: int | None = Field(None, exclude_if=lambda v: v is None)
     end_ns: int  # body fully received (or the failure was detected)
 
     # content chunks: one entry per SSE event that carried >= 1 generated token

@@ -214,7 +214,7 @@ CASES = [
     Case("card-expr-division-by-zero", _append(CARD, "buffers:\n  - name: x\n    expr: 1 / (tp - tp)\n"), ["preflight"],
          "tinyllama.yaml:"),
     # numbers checked where read
-    Case("catalog-400-digit-int", _edit(CATALOG, "osl: 64", "osl: " + "9" * 400), ["validate"], "cpu-master.yaml:15:"),
+    Case("catalog-400-digit-int", _edit(CATALOG, "osl: 256", "osl: " + "9" * 400), ["validate"], "cpu-master.yaml:15:"),
     Case("card-inf", _edit(CARD, "parameters: 1705216", "parameters: .inf"), ["preflight"], "tinyllama.yaml:12:"),
     Case("card-bytes-1e999", _edit(CARD, "parameters: 1705216\n  bytes-per-param:\n    bf16: 2", "bytes: 1e999 GB"),
          ["preflight"], "tinyllama.yaml:"),

@@ -64,7 +64,7 @@ def test_init_then_validate_plan_preflight_dry_run(installed: Path, tmp_path: Pa
     plan = _run([infx, "plan", "--config-keys", "tinyllama-bf16-cpu-vllm", "--json"], ws)
     assert plan.returncode == 0, plan.stderr
     points = json.loads(plan.stdout)["points"]
-    assert [p["conc"] for p in points] == [1, 2, 4, 8, 16]
+    assert [p["conc"] for p in points] == [1, 2, 4, 8, 16, 1, 4, 16]  # the plain arm, then the n-gram arm
     argv = points[0]["launch"]["argv"]
     assert argv[argv.index("--model") + 1] == str(ws.resolve() / ".infx" / "cache" / "tinyllama")
     pf = _run([infx, "preflight", "--brief"], ws)

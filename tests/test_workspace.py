@@ -130,10 +130,10 @@ def test_init_scaffolds_a_workspace_that_validates_preflights_and_dry_runs(tmp_p
     pf = infx("preflight", "--json", cwd=ws)
     assert pf.returncode == 0, pf.stderr
     verdicts = json.loads(pf.stdout)
-    assert len(verdicts) == 5 and {v["status"] for v in verdicts} == {"ok"}
+    assert len(verdicts) == 8 and {v["status"] for v in verdicts} == {"ok"}  # plain arm 5, n-gram arm 3
     dry = infx("run", "--config-keys", "tinyllama-bf16-cpu-vllm", "--dry-run", cwd=ws)
     assert dry.returncode == 0, dry.stderr
-    assert "5 point(s), 1 launch group(s), 0 rejected" in dry.stderr
+    assert "8 point(s), 2 launch group(s), 0 rejected" in dry.stderr
     assert (ws / "results" / "tinyllama-bf16-cpu-vllm" / "plan.json").is_file()  # results land in the workspace
 
 

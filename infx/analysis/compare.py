@@ -11,8 +11,9 @@ also compared point by point (``by_conc``). A winner is only named from interval
 The step-frontier shape (``ranges``, ``crossovers``) is kept as a description of the point
 estimates. Both frontiers are step functions, so the ratio A/B is constant between consecutive breakpoints
 (the frontier points' x values). The comparison walks those intervals over the range both arms
-measured, merges neighbours with the same winner into *ranges* (with a verdict sentence each) and
-reports a *crossover* wherever the winner changes. Outside an arm's measured range nothing is
+measured, merges neighbours with the same higher side into *ranges* (with a verdict sentence each) and
+reports a *crossover* wherever the higher side changes: descriptive data marked ``point_estimates_only``
+that names no winner. Outside an arm's measured range nothing is
 said about it (no extrapolation); the ladder entries there say why they have no ratio.
 """
 
@@ -65,16 +66,23 @@ class TargetVerdict(_Model):
 
 
 class VerdictRange(_Model):
+    """Descriptive data only: where one arm's point estimate lies above the other's. It weighs no noise and
+    names no winner (``point_estimates_only``); the verdict is ``targets`` / ``by_conc``."""
+
+    point_estimates_only: Literal[True] = True
     lo: float
     hi: float
-    winner: Winner
-    ratio_min: float  # winner / loser (>= 1), over the range
+    higher: Winner  # whose point estimate is better over the range ("tie": equal)
+    ratio_min: float  # higher / lower (>= 1), over the range
     ratio_max: float
     text: str
 
 
 class Crossover(_Model):
-    lo: float  # the winner changes somewhere in [lo, hi] (lo == hi: exactly there)
+    """Descriptive data only: where the higher point estimate changes sides (no interval weighed)."""
+
+    point_estimates_only: Literal[True] = True
+    lo: float  # the higher side changes somewhere in [lo, hi] (lo == hi: exactly there)
     hi: float
     before: Winner
     after: Winner
@@ -98,6 +106,18 @@ class Comparison(_Model):
     targets: list[TargetVerdict] = Field(default_factory=list)
     by_conc: list[TargetVerdict] = Field(default_factory=list)
     margin: float = DEFAULT_MARGIN
+    # e.g. one arm's speculative decoding ran with a forced (synthetic) acceptance length and the other's was
+    # measured: every verdict above carries the caveat in its text too
+    caveats: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)  # left out when none
+
+    def with_caveat(self, caveat: str) -> Comparison:
+        """This comparison with ``caveat`` in ``caveats``, first in ``verdict`` and on every decided verdict."""
+        def mark(vs: list[TargetVerdict]) -> list[TargetVerdict]:
+            return [v.model_copy(update={"text": f"{v.text} [caveat: {caveat}]"}) if v.decision in ("a", "b") else v
+                    for v in vs]
+        return self.model_copy(update={"caveats": [*self.caveats, caveat], "verdict": [f"caveat: {caveat}",
+                                                                                       *self.verdict],
+                                       "targets": mark(self.targets), "by_conc": mark(self.by_conc)})
 
     def evidence(self) -> tuple[str, list[TargetVerdict]]:
         """What a table of this comparison shows: the noise-aware verdicts with their intervals, by
@@ -189,24 +209,24 @@ def compare_frontiers(
         for (s_lo, s_hi), ya, yb in zip(spans, pa.tolist(), pb.tolist(), strict=True):
             segs.append((s_lo, s_hi, *_segment_winner(ya, yb, better_y)))
         for s_lo, s_hi, w, r in segs:
-            if ranges and ranges[-1].winner == w:
+            if ranges and ranges[-1].higher == w:
                 prev = ranges[-1]
                 ranges[-1] = prev.model_copy(update={"hi": s_hi, "ratio_min": min(prev.ratio_min, r),
                                                      "ratio_max": max(prev.ratio_max, r)})
             else:
-                ranges.append(VerdictRange(lo=s_lo, hi=s_hi, winner=w, ratio_min=r, ratio_max=r, text=""))
+                ranges.append(VerdictRange(lo=s_lo, hi=s_hi, higher=w, ratio_min=r, ratio_max=r, text=""))
         ranges = [rg.model_copy(update={"text": _range_text(rg, a_label, b_label, y_label, x_unit, overlap)})
                   for rg in ranges]
-        decided = [rg for rg in ranges if rg.winner != "tie"]
+        decided = [rg for rg in ranges if rg.higher != "tie"]
         for r1, r2 in itertools.pairwise(decided):
-            if r1.winner != r2.winner:
+            if r1.higher != r2.higher:
                 c_lo, c_hi = r1.hi, r2.lo
                 where = (f"at {_fmt(c_lo)} {x_unit}" if c_lo == c_hi
                          else f"between {_fmt(c_lo)} and {_fmt(c_hi)} {x_unit}")
                 names = {"a": a_label, "b": b_label}
-                crossovers.append(Crossover(lo=c_lo, hi=c_hi, before=r1.winner, after=r2.winner,
-                                            text=f"crossover {where}: {names[r1.winner]} below, "
-                                                 f"{names[r2.winner]} above"))
+                crossovers.append(Crossover(lo=c_lo, hi=c_hi, before=r1.higher, after=r2.higher,
+                                            text=f"point estimates cross {where}: {names[r1.higher]} higher "
+                                                 f"below, {names[r2.higher]} above (no interval weighed)"))
         verdict = []
     else:
         verdict = [f"no comparison: {a_label} and {b_label} have no measured {x_label} range in common"]
@@ -422,20 +442,20 @@ def _range_text(rg: VerdictRange, a_label: str, b_label: str, y_label: str, x_un
         where = f"above {_fmt(rg.lo)} {x_unit}"
     else:
         where = f"between {_fmt(rg.lo)} and {_fmt(rg.hi)} {x_unit}"
-    if rg.winner == "tie":
-        return f"{a_label} and {b_label} have equal point estimates {where}"
-    name = a_label if rg.winner == "a" else b_label
-    other = b_label if rg.winner == "a" else a_label
+    if rg.higher == "tie":
+        return f"point estimates only: {a_label} and {b_label} are equal {where}"
+    name = a_label if rg.higher == "a" else b_label
+    other = b_label if rg.higher == "a" else a_label
     if math.isinf(rg.ratio_min):
-        return f"{name} wins outright over {other} {where} (ratio unbounded: a {y_label} of 0)"
+        return f"point estimates only: {other} has a {y_label} of 0 {where}, {name} does not"
     if math.isinf(rg.ratio_max):
-        return (f"{name} gives {rg.ratio_min:.2f}x or more the {y_label} of {other} {where} "
-                f"(ratio unbounded where one side is 0)")
+        return (f"point estimates only: {name}'s {y_label} is {rg.ratio_min:.2f}x or more {other}'s {where} "
+                f"(unbounded where one side is 0)")
     if abs(rg.ratio_max - rg.ratio_min) < 0.05:
         factor = f"{rg.ratio_min:.2f}x"
     else:
         factor = f"{rg.ratio_min:.2f}x-{rg.ratio_max:.2f}x"
-    return f"{name} gives {factor} the {y_label} of {other} {where}"
+    return f"point estimates only: {name}'s {y_label} is {factor} {other}'s {where} (no interval; see the verdicts)"
 
 
 # --------------------------------------------------------------------------- arms and runs
@@ -452,17 +472,51 @@ class ComparisonSet(_Model):
 
 
 def _frontier_pair(sa: ArmSeries, sb: ArmSeries, *, at: Sequence[float] | None, ladder_points: int, margin: float,
-                   match_conc: bool = False) -> Comparison:
+                   match_conc: bool = False, drift: bool | None = None) -> Comparison:
     from infx.analysis.dataset import X_AXES, y_axis
 
     xa = X_AXES[sa.x_metric]
     ca, cb = sa.by_conc(), sb.by_conc()
     pairs = [(float(c), ca[c], cb[c]) for c in sorted(set(ca) & set(cb))] if match_conc else []
-    return compare_frontiers(sa.frontier(), sb.frontier(), a_label=sa.label, b_label=sb.label, by_conc=pairs,
-                             drift=match_conc,
-                             x_label=xa.label.lower(), x_unit=xa.unit,
-                             y_label=y_axis(sa.y_metric, sa.norm).label.lower(),
-                             workload=sa.workload.label, at=at, ladder_points=ladder_points, margin=margin)
+    c = compare_frontiers(sa.frontier(), sb.frontier(), a_label=sa.label, b_label=sb.label, by_conc=pairs,
+                          drift=match_conc if drift is None else drift,
+                          x_label=xa.label.lower(), x_unit=xa.unit,
+                          y_label=y_axis(sa.y_metric, sa.norm).label.lower(),
+                          workload=sa.workload.label, at=at, ladder_points=ladder_points, margin=margin)
+    caveat = acceptance_caveat(sa, sb)
+    return c.with_caveat(caveat) if caveat else c
+
+
+def spec_only(sa: ArmSeries, sb: ArmSeries) -> bool:
+    """Two arms of one engine configuration that differ only in speculative decoding: compared point by point at
+    the concurrencies both measured (the same offered load, with and without drafting), since drafting moves
+    interactivity so far that their frontiers may share no interactivity range."""
+    a, b = sa.arm, sb.arm
+    return (a.topology == b.topology and a.kv_offloading == b.kv_offloading and a.spec_decoding != b.spec_decoding
+            and bool(set(sa.by_conc()) & set(sb.by_conc())))
+
+
+def _acceptance_of(s: ArmSeries) -> str:
+    """``synthetic (AL 3.51)``, ``measured`` or ``none`` (no speculative decoding) for an arm's points."""
+    labels = set()
+    for m in s.points:
+        if m.acceptance == "synthetic":
+            labels.add(f"synthetic (AL {m.synthetic_al:g})" if m.synthetic_al is not None else "synthetic")
+        else:
+            labels.add("measured" if m.acceptance == "measured" else "none")
+    return ", ".join(sorted(labels))
+
+
+def acceptance_caveat(sa: ArmSeries, sb: ArmSeries) -> str | None:
+    """The caveat of a comparison whose arms' speculative decoding did not accept drafts the same way: one
+    forced a synthetic acceptance length and the other did not (or forced another)."""
+    la, lb = _acceptance_of(sa), _acceptance_of(sb)
+    if la == lb or "synthetic" not in la + lb:
+        return None
+    def said(label: str) -> str:
+        return "no speculative decoding" if label == "none" else f"{label} acceptance"
+    return (f"{sa.label} ran with {said(la)} and {sb.label} with {said(lb)}: a forced acceptance length is not "
+            "what real drafts achieve, so this throughput difference may not hold in service")
 
 
 def _envelope(arms: Sequence[ArmSeries], run_id: str) -> ArmSeries:
@@ -513,7 +567,8 @@ def compare_arms(measured: Sequence[Measured], run_id: str, a: str | None = None
             if len(arms) < 2:
                 notes.append(f"{workload.label}: only one arm ({arms[0].label}) in run {run_id}; nothing to compare")
         for sa, sb in pairs:
-            out.append(_frontier_pair(sa, sb, at=at, ladder_points=ladder_points, margin=margin))
+            out.append(_frontier_pair(sa, sb, at=at, ladder_points=ladder_points, margin=margin,
+                                      match_conc=spec_only(sa, sb), drift=False))
     from infx.analysis.dataset import NORM_UNITS
 
     return ComparisonSet(title=f"arms of run {run_id} ({NORM_UNITS[norm]})", norm=norm,

@@ -5,6 +5,7 @@ lengths) and *arms* (how: topology, speculative decoding, KV offloading) whose f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections import defaultdict
@@ -27,7 +28,7 @@ from infx.results.store.reads import Arm, Figures, Workload
 if TYPE_CHECKING:
     from infx.metrics.uncertainty import Estimate
     from infx.results.store import Store
-    from infx.results.store.reads import MeasuredRow
+    from infx.results.store.reads import AcceptanceRow, MeasuredRow
 
 XMetric = Literal["interactivity", "interactivity_p90"]
 YMetric = Literal["total", "output", "energy"]  # energy: output tokens per joule (whole deployment)
@@ -113,6 +114,11 @@ class Measured:
     # in a view of the latest curves (infx.analysis.view): the run that measured the point, when ``run_id`` names
     # the snapshot it is drawn in instead
     source_run: str | None = None
+    # speculative decoding: "measured" or "synthetic" (a forced acceptance length, ``synthetic_al``); None: no spec
+    # decoding recorded. ``acceptance_length``: the measured mean (counter deltas), None when not reported
+    acceptance: str | None = None
+    synthetic_al: float | None = None
+    acceptance_length: float | None = None
 
     @property
     def measured_in(self) -> str:
@@ -275,7 +281,23 @@ def load_measured(store: Store, run_ids: Sequence[str] | None = None, *,
                   gpus_per_node: GpusPerNode | None = None) -> list[Measured]:
     """Every measured point of the given runs (all runs when None)."""
     resolve = gpus_per_node or gpus_per_node_resolver(store)
-    return measured_from_rows(store.measured(run_ids), resolve)
+    return with_acceptance(measured_from_rows(store.measured(run_ids), resolve), store.acceptance(run_ids))
+
+
+def with_acceptance(measured: list[Measured], rows: Iterable[AcceptanceRow]) -> list[Measured]:
+    """The points with their speculative-decoding acceptance (the first role's figure; the label is the point's)."""
+    by: dict[tuple[str, str], AcceptanceRow] = {}
+    for row in rows:
+        by.setdefault((row.run_id, row.point_id), row)
+    if not by:
+        return measured
+    out = []
+    for m in measured:
+        a = by.get((m.measured_in, m.point_id))
+        out.append(m if a is None else dataclasses.replace(
+            m, acceptance=a.acceptance, synthetic_al=a.synthetic_al,
+            acceptance_length=a.acceptance_length if a.state in ("measured", "gauge") else None))
+    return out
 
 
 def measured_from_rows(rows: Iterable[MeasuredRow], resolve: GpusPerNode,

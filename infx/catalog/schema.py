@@ -27,7 +27,7 @@ from pydantic import (
 from infx.catalog.identity import EntryIdentity
 from infx.diagnostics import PathElem
 
-SpecDecoding = Literal["mtp", "draft_model", "none"]
+SpecDecoding = Literal["mtp", "draft_model", "ngram", "none"]
 KvOffloading = Literal["none", "dram"]
 #: pp / dcp-size / pcp-size: strict ints (no "2", 2.0 or true), > 0, default 1.
 PosStrictInt = Annotated[StrictInt, Field(gt=0)]

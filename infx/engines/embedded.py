@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TypedDict, Unpack
 
@@ -55,11 +56,17 @@ def state_path(override: str | Path | None = None) -> Path:
     return state_dir(override) / "state.json"
 
 
-def embedded_launch(model_dir: str | Path, port: int, *, served_name: str = SERVED_NAME) -> Launch:
-    """The launch of the embedded engine, rendered from the ``tinyllama`` CPU recipe."""
+def embedded_launch(model_dir: str | Path, port: int, *, served_name: str = SERVED_NAME,
+                    extra_args: Sequence[str] = ()) -> Launch:
+    """The launch of the embedded engine, rendered from the ``tinyllama`` CPU recipe (``extra_args``: engine
+    flags appended to its argv, e.g. ``--speculative-config``; the fingerprint covers them)."""
     from infx.engines.render import render_embedded
 
-    return render_embedded(Path(model_dir), port=port, served_name=served_name)
+    launch = render_embedded(Path(model_dir), port=port, served_name=served_name)
+    if not extra_args:
+        return launch
+    argv = [*launch.argv, *extra_args]
+    return launch.model_copy(update={"argv": argv, "fingerprint": fingerprint(launch.image, argv, launch.env)})
 
 
 def read_state(sdir: str | Path | None = None) -> EngineState | None:
@@ -102,6 +109,7 @@ def start_embedded(
     log_path: str | Path | None = None,
     probe_tokens: int = 8,
     sdir: str | Path | None = None,
+    extra_args: Sequence[str] = (),
 ) -> tuple[EngineProcess, EngineState]:
     """Start the embedded engine and wait until it serves; raise EngineFailure otherwise."""
     from infx.engines.probe import ProbeError, stream_completion
@@ -109,7 +117,8 @@ def start_embedded(
     mdir = ensure_tiny_model(model_dir or default_model_dir())
     log = Path(log_path) if log_path else state_dir(sdir) / "engine.log"
     # `infx engine up`'s engine outlives the command (stopped by `infx engine down`): not bound to this process
-    engine = RetryingEngine(lambda p: embedded_launch(mdir, p), log, port=port, bound=False)
+    engine = RetryingEngine(lambda p: embedded_launch(mdir, p, extra_args=extra_args), log, port=port,
+                            bound=False)
     engine.start()
     proc = engine.proc
     try:

@@ -19,7 +19,9 @@ from infx.diagnostics import Diagnostic, InfxError
 from infx.engines.disagg.model import Deployment
 from infx.engines.launch import Launch, Runtime, redact_env
 from infx.engines.recipes import RecipeSet
+from infx.engines.synthetic import label_of_launch
 from infx.matrix.point import Point
+from infx.metrics.sections import SpecDecodeLabel
 
 
 class PlannedPoint(BaseModel):
@@ -44,6 +46,7 @@ class PlannedPoint(BaseModel):
     run_eval: bool
     launch: Launch | None = None  # env redacted (single-node points)
     deployment: Deployment | None = None  # every role, env redacted (multinode points)
+    acceptance: SpecDecodeLabel | None = None  # spec decoding: measured or synthetic (read before redaction)
 
     @property
     def fingerprint(self) -> str:
@@ -59,9 +62,10 @@ class PlannedPoint(BaseModel):
 
     @classmethod
     def of(cls, point: Point, launch: Launch | None, config_key: str | None,
-           deployment: Deployment | None = None) -> PlannedPoint:
-        fields = {k: getattr(point, k) for k in cls.model_fields if k not in ("config_key", "launch", "deployment")}
-        return cls(**fields, config_key=config_key, launch=launch, deployment=deployment)
+           deployment: Deployment | None = None, acceptance: SpecDecodeLabel | None = None) -> PlannedPoint:
+        fields = {k: getattr(point, k) for k in cls.model_fields
+                  if k not in ("config_key", "launch", "deployment", "acceptance")}
+        return cls(**fields, config_key=config_key, launch=launch, deployment=deployment, acceptance=acceptance)
 
 
 class LaunchGroup(BaseModel):
@@ -73,10 +77,11 @@ class LaunchGroup(BaseModel):
 class Plan(BaseModel):
     points: list[PlannedPoint]
     groups: list[LaunchGroup]  # distinct launches, in first-use order
+    skipped: list[str] = []  # --keep-going: the problems of the points that could not be rendered
 
 
 def build_plan(points: Sequence[Point], recipes: RecipeSet, *, runtime: Runtime = "local", port: int = 8000,
-               config_keys: dict[str, str] | None = None) -> Plan:
+               config_keys: dict[str, str] | None = None, keep_going: bool = False) -> Plan:
     from infx.engines.render import prefetch_scripts, render_launch
 
     prefetch_scripts(list(points), recipes)
@@ -89,23 +94,25 @@ def build_plan(points: Sequence[Point], recipes: RecipeSet, *, runtime: Runtime 
                 from infx.engines.disagg.render import render_deployment
 
                 dep = render_deployment(p, recipes, port=port)
-                planned.append(PlannedPoint.of(p, None, (config_keys or {}).get(p.point_id), dep.redacted()))
+                planned.append(PlannedPoint.of(p, None, (config_keys or {}).get(p.point_id), dep.redacted(),
+                                               label_of_launch(p, dep)))
                 continue
             launch = render_launch(p, recipes, port=port, runtime=runtime)
+            acc = label_of_launch(p, launch)
         except InfxError as exc:
             for d in exc.diagnostics:
                 if str(d) not in seen:
                     seen.add(str(d))
                     diags.append(d)
             continue
-        planned.append(PlannedPoint.of(p, launch.redacted(), (config_keys or {}).get(p.point_id)))
-    if diags:
+        planned.append(PlannedPoint.of(p, launch.redacted(), (config_keys or {}).get(p.point_id), acceptance=acc))
+    if diags and not keep_going:
         raise InfxError(diags)
     groups: dict[str, LaunchGroup] = {}
     for pp in planned:
         g = groups.setdefault(pp.fingerprint, LaunchGroup(fingerprint=pp.fingerprint, recipe=pp.recipe, point_ids=[]))
         g.point_ids.append(pp.point_id)
-    return Plan(points=planned, groups=list(groups.values()))
+    return Plan(points=planned, groups=list(groups.values()), skipped=[str(d) for d in diags])
 
 
 def format_plan(plan: Plan) -> str:
@@ -113,6 +120,8 @@ def format_plan(plan: Plan) -> str:
     index = {g.fingerprint: i + 1 for i, g in enumerate(plan.groups)}
     for pp in plan.points:
         lines.append(f"point {pp.point_id}  {pp.exp_name}  (conc {pp.conc})")
+        if pp.acceptance is not None:
+            lines.append(f"  acceptance: {pp.acceptance.text()}  (spec-decoding {pp.acceptance.method})")
         if pp.deployment is not None:
             lines.extend(format_deployment(pp.deployment, index[pp.fingerprint]))
             continue
@@ -134,7 +143,28 @@ def format_plan(plan: Plan) -> str:
     lines.append(f"{len(plan.points)} points, {len(plan.points)} launches rendered, {len(plan.groups)} distinct:")
     for i, g in enumerate(plan.groups, 1):
         lines.append(f"  launch #{i} {g.fingerprint[:16]} ({g.recipe}): {len(g.point_ids)} point(s) share it")
+    if plan.skipped:
+        lines.append(f"{len(plan.skipped)} point problem(s) skipped (--keep-going); the first: {plan.skipped[0]}")
+    lines.extend(acceptance_counts(plan))
     return "\n".join(lines)
+
+
+def acceptance_counts(plan: Plan) -> list[str]:
+    """How many speculative-decoding points run with synthetic (forced) acceptance, by engine."""
+    by: dict[str, list[int]] = {}
+    for pp in plan.points:
+        if pp.acceptance is None:
+            continue
+        engine = pp.deployment.framework if pp.deployment is not None else pp._launch().engine
+        counts = by.setdefault(engine, [0, 0])
+        counts[0 if pp.acceptance.acceptance == "synthetic" else 1] += 1
+    if not by:
+        return []
+    total = sum(c[0] for c in by.values())
+    out = [f"speculative decoding: {total} of {sum(sum(c) for c in by.values())} point(s) run with synthetic "
+           "acceptance (a forced acceptance length, not a measured one):"]
+    out.extend(f"  {engine}: {c[0]} synthetic, {c[1]} measured" for engine, c in sorted(by.items()))
+    return out
 
 
 def format_deployment(d: Deployment, number: int) -> list[str]:
@@ -171,6 +201,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--conc", nargs="+", type=int, default=None)
     ap.add_argument("--json", action="store_true", help="print the plan as JSON")
+    ap.add_argument("--keep-going", action="store_true",
+                    help="render every point that can be; name the others' problems instead of stopping")
     return ap
 
 
@@ -186,7 +218,7 @@ def run(argv: list[str], prog: str = "infx plan") -> int:
                              args.config_keys, evals="none", conc=args.conc)
         recipes = workspace_recipes(args.recipes, ws)
         plan = build_plan([p for _, p in keyed], recipes, runtime=args.runtime, port=args.port,
-                          config_keys={p.point_id: k for k, p in keyed})
+                          config_keys={p.point_id: k for k, p in keyed}, keep_going=args.keep_going)
     except InfxError as exc:
         for d in exc.diagnostics:
             print(str(d), file=sys.stderr)

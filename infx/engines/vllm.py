@@ -53,6 +53,8 @@ class VllmAdapter(EngineAdapter):
             o.consumed.add("max-model-len")
         if t.spec_decoding != "none":
             o.flags["speculative-config"] = {"method": t.spec_decoding, "num_speculative_tokens": t.spec_tokens}
+            if t.spec_decoding == "ngram":  # prompt lookup: the drafts are the tokens after the last n-gram match
+                o.flags["speculative-config"].update({"prompt_lookup_max": 3, "prompt_lookup_min": 1})
         else:
             o.flags["speculative-config"] = ABSENT
         o.sources["speculative-config"] = f"spec-decoding={t.spec_decoding}"

@@ -243,9 +243,26 @@ def export_run(results: ResultsDir, run_id: str, out_dir: Path, report: ExportRe
         except (ValueError, ArithmeticError) as exc:  # figures the point's own fields make impossible
             report.skipped.append(Diagnostic(f"not exported: {exc}", str(d / POINT_FILE)))
             continue
-        for path, obj in ((out_dir / f"{name}.json", raw), (out_dir / f"agg_{name}.json", data)):
+        files: list[tuple[Path, Any]] = [(out_dir / f"{name}.json", raw), (out_dir / f"agg_{name}.json", data)]
+        side = acceptance_sidecar(point, result)
+        if side is not None:  # infx's own file: the InferenceX files keep exactly their own keys
+            files.append((out_dir / f"acceptance_{name}.json", side))
+        for path, obj in files:
             atomic.write_json(path, obj)
             report.written.append(path)
+
+
+def acceptance_sidecar(point: Point, result: BenchResult) -> dict[str, Any] | None:
+    """A speculative-decoding point's acceptance beside its exported files: ``acceptance`` is ``measured`` or
+    ``synthetic (AL 3.51, via ...)`` (the launch forced it), with the measured figures per role. None for points
+    without speculative decoding (and results written before infx labelled it)."""
+    spec = result.extra.spec_decode
+    if spec is None:
+        return None
+    tel = result.extra.telemetry
+    return {"point_id": point.point_id, "spec_decoding": spec.method, "acceptance": spec.text(),
+            "synthetic": spec.acceptance == "synthetic", "synthetic_al": spec.synthetic_al, "via": spec.via,
+            "roles": [a.model_dump(mode="json", exclude={"trials"}) for a in (tel.acceptance if tel else [])]}
 
 
 def export_imported(files: list[tuple[str, dict[str, Any]]], out_dir: Path, report: ExportReport) -> None:

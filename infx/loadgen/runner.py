@@ -65,6 +65,7 @@ class ShardPlan:
     duration_s: float | None
     warmup_requests: int
     warmup_s: float
+    temperature: float | None = None
 
 
 @dataclass
@@ -104,6 +105,7 @@ def _specs(plan: ShardPlan, prompts: list[Prompt], prefix: str, *, warmup: bool,
             ignore_eos=plan.ignore_eos,
             warmup=warmup,
             expected_input_tokens=p.input_tokens,
+            extra_body={} if plan.temperature is None else {"temperature": plan.temperature},
         )
 
 
@@ -439,6 +441,7 @@ def _plans(config: BenchConfig, main: list[Prompt], warm: list[Prompt], target: 
                 target=target,
                 endpoint=config.endpoint,
                 ignore_eos=config.ignore_eos,
+                temperature=config.temperature,
                 main_prompts=main,
                 warm_prompts=warm,
                 cycle=config.duration_s is not None,

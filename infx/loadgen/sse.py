@@ -109,6 +109,7 @@ class _StreamState:
     __slots__ = (
         "chunk_ns", "chunk_tokens", "events", "empty_before", "first_empty", "prompt_tokens",
         "completion_tokens", "chars", "finish_count", "finish_reason", "token_source", "cum",
+        "first_content_ns", "reasoning_tokens",
     )
 
     def __init__(self) -> None:
@@ -124,9 +125,12 @@ class _StreamState:
         self.finish_reason: str | None = None
         self.token_source: str | None = None
         self.cum = 0  # cumulative completion tokens seen in continuous usage
+        self.first_content_ns: int | None = None  # first token of the answer (not reasoning)
+        self.reasoning_tokens: int | None = None  # None: the stream carried no reasoning delta
 
     def count(
-        self, t: int, text: str, role_only: bool, finish: str | None, token_ids: list[int] | None, ct: int | None
+        self, t: int, text: str, role_only: bool, finish: str | None, token_ids: list[int] | None, ct: int | None,
+        reasoning: bool = False,
     ) -> StreamError | None:
         """Count one event's tokens (rules in the module docstring): the one place both event
         walkers (``_walk_typed``, ``_walk``) share. ``ct``: its usage's completion tokens."""
@@ -146,6 +150,10 @@ class _StreamState:
         if k > 0:
             if self.finish_count:
                 return ("protocol_error", "tokens arrived after the finish_reason")
+            if reasoning:
+                self.reasoning_tokens = (self.reasoning_tokens or 0) + k
+            elif self.first_content_ns is None:
+                self.first_content_ns = t
             if not chunk_ns:  # the first token
                 self.first_empty = not text
                 self.token_source = src
@@ -180,6 +188,9 @@ class _StreamState:
         if self.chunk_ns:
             d["first_token_ns"] = self.chunk_ns[0]
             d["last_token_ns"] = self.chunk_ns[-1]
+        if self.reasoning_tokens is not None:  # a reasoning stream: its answer's first token and its thinking
+            d["first_content_ns"] = self.first_content_ns
+            d["reasoning_tokens"] = self.reasoning_tokens
 
 
 def _decode_all(payloads: list[bytes]) -> list[Any] | StreamError:
@@ -299,13 +310,16 @@ def _walk_typed(times: list[int], events: list[Any], st: _StreamState) -> Stream
                 continue
             choice = choices[0]
             delta = choice.delta
+            thinking = False
             if delta is not None:
-                text = delta.content or delta.reasoning_content or delta.reasoning or ""
+                thought = delta.reasoning_content or delta.reasoning or ""
+                text = delta.content or thought
+                thinking = bool(thought) and not delta.content
                 role_only = delta.role is not None and not text
             else:
                 text = choice.text or ""
                 role_only = False
-            err = count(t, text, role_only, choice.finish_reason, choice.token_ids, ct)
+            err = count(t, text, role_only, choice.finish_reason, choice.token_ids, ct, thinking)
             if err is not None:
                 return err
     finally:
@@ -347,8 +361,11 @@ def _walk(times: list[int], objs: list[Any], st: _StreamState) -> StreamError | 
                 continue
             choice = choices[0]
             delta = choice.get("delta")
+            thinking = False
             if delta is not None:  # chat
-                text = delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning") or ""
+                thought = delta.get("reasoning_content") or delta.get("reasoning") or ""
+                text = delta.get("content") or thought
+                thinking = bool(thought) and not delta.get("content")
                 role_only = "role" in delta and not text
             else:
                 text = choice.get("text") or ""
@@ -356,7 +373,7 @@ def _walk(times: list[int], objs: list[Any], st: _StreamState) -> StreamError | 
             token_ids = choice.get("token_ids")
             if token_ids is not None and token_ids.__class__ is not list:
                 return ("malformed_sse", one_line(f"token_ids is not a list: {token_ids!r}"))
-            err = count(t, text, role_only, choice.get("finish_reason"), token_ids, ct)
+            err = count(t, text, role_only, choice.get("finish_reason"), token_ids, ct, thinking)
             if err is not None:
                 return err
     except Exception as exc:

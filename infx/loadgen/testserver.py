@@ -60,6 +60,8 @@ class SyntheticServer:
         empty_text_every: int = 0,
         paced: bool = False,
         slots: int | None = None,
+        reasoning_tokens: int = 0,
+        reasoning_field: str = "reasoning_content",
     ) -> None:
         for f in faults:
             if f not in FAULTS:
@@ -75,6 +77,10 @@ class SyntheticServer:
         # slots: at most this many requests decode at once (a known capacity); the rest wait for a
         # free slot before their first token, so TTFT grows past the capacity
         self.slots = slots
+        # chat: the first ``reasoning_tokens`` tokens stream as ``delta.<reasoning_field>`` (a reasoning model's
+        # thinking), the rest as ``delta.content``
+        self.reasoning_tokens = reasoning_tokens
+        self.reasoning_field = reasoning_field
         self._slots: asyncio.Semaphore | None = None
         self._faults = itertools.cycle(faults)
         self._lock = threading.Lock()
@@ -173,7 +179,9 @@ class SyntheticServer:
 
         def chunk(text: str, k: int, done_tokens: int, finish: str | None, role: bool = False) -> dict[str, Any]:
             if chat:
-                delta: dict[str, Any] = {"role": "assistant", "content": ""} if role else {"content": text}
+                thinking = not role and k > 0 and done_tokens <= self.reasoning_tokens
+                delta: dict[str, Any] = ({"role": "assistant", "content": ""} if role
+                                         else {self.reasoning_field: text} if thinking else {"content": text})
                 choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": finish}
             else:
                 choice = {"index": 0, "text": text, "finish_reason": finish}

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -225,4 +226,16 @@ def compute_metrics(
         good_requests=good,
         good_fraction=(good / issued if issued else 0.0) if good is not None else None,
         error_aware=error_aware,
+        **reasoning_figures(ok),
     )
+
+
+def reasoning_figures(ok: Sequence[RequestRecord]) -> dict[str, Any]:
+    """TTFO and the reasoning token count, when any request streamed reasoning deltas (else nothing): TTFO is
+    send -> first answer (non-reasoning) token; a request without reasoning has TTFO = TTFT; one that reasoned
+    but never answered has no TTFO."""
+    if all(r.reasoning_tokens is None for r in ok):
+        return {}
+    answers = [(r.first_content_ns if r.reasoning_tokens is not None else r.first_token_ns, r.send_ns) for r in ok]
+    ttfos = [(t - send) / NS_PER_MS for t, send in answers if t is not None]
+    return {"ttfo_ms": stat(ttfos), "reasoning_tokens": sum(r.reasoning_tokens or 0 for r in ok)}

@@ -99,6 +99,9 @@ class Metrics(_Model):
     good_requests: int | None = None  # requests meeting every goodput SLO (None: no SLO given)
     good_fraction: float | None = None  # good_requests / issued (failures count against it)
     error_aware: ErrorAware | None = None
+    # reasoning streams only (left out otherwise): send -> first answer token, and the reasoning tokens streamed
+    ttfo_ms: Stat | None = Field(None, exclude_if=lambda v: v is None)
+    reasoning_tokens: int | None = Field(None, ge=0, exclude_if=lambda v: v is None)
 
 
 class Check(_Model):

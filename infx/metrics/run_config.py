@@ -59,6 +59,8 @@ class BenchSettings(BaseModel):
     output_len: int | None = Field(None, ge=1, le=10_000_000)  # random: default 128; sharegpt: from the reply
     range_ratio: float = Field(1.0, gt=0, le=1)
     ignore_eos: bool = False
+    # sampling temperature sent with every request (None: the server's default; 0: greedy)
+    temperature: float | None = Field(None, ge=0, le=100, exclude_if=lambda v: v is None)
     # what to ask the server for
     continuous_usage: bool = True
     token_ids: bool = False

@@ -42,6 +42,11 @@ def _absent(value: object) -> bool:
     return value is None
 
 
+def _empty(value: object) -> bool:
+    """``exclude_if`` of a list key left out of result.json when empty (older infx reads the file)."""
+    return not value
+
+
 class Clock(_Section):
     """One monotonic and one unix reading taken together (the anchor mapping the records' monotonic
     timestamps to wall time) and the measured window in monotonic ns: the first measured request's send
@@ -114,6 +119,77 @@ class EngineStateSummary(_TelemetryModel):
     generation_tokens: float | None = None
 
 
+class AcceptanceFigures(_TelemetryModel):
+    """Speculative-decoding acceptance over one window, from the engine's counter deltas (docs/metrics.md):
+    ``acceptance_length`` = 1 + accepted / drafts (the tokens one target step emits), ``acceptance_rate`` =
+    accepted / draft tokens, ``per_position[i]`` = accepted at draft position i / drafts."""
+
+    drafts: float
+    draft_tokens: float
+    accepted: float
+    acceptance_length: float | None = None  # None: no drafts in the window
+    acceptance_rate: float | None = None  # None: no draft tokens
+    per_position: list[float] = Field(default_factory=list)
+
+
+AcceptanceState = Literal["measured", "not_reported", "invalid", "gauge"]
+
+
+class RoleAcceptance(_TelemetryModel):
+    """One role's acceptance (``server`` for a single engine): over the whole measured window, per trial, and
+    the mean and 95 % interval across trials. ``state``: ``measured`` (counter deltas), ``gauge`` (the engine
+    exposes only its own mean acceptance length, SGLang), ``not_reported`` (the engine's ``/metrics`` has no
+    spec-decode series: never read as 0), ``invalid`` (a counter went backwards inside the window, or no
+    scrape brackets it; ``reason`` says which)."""
+
+    role: str = "server"
+    state: AcceptanceState
+    reason: str = ""
+    window: AcceptanceFigures | None = None
+    trials: list[AcceptanceFigures | None] = Field(default_factory=list)
+    acceptance_length_mean: float | None = None  # across trials (the window's figure with one trial)
+    acceptance_length_lo: float | None = None  # 95 % Student-t interval across trials (None: < 2 trials)
+    acceptance_length_hi: float | None = None
+    acceptance_rate_mean: float | None = None
+    acceptance_rate_lo: float | None = None
+    acceptance_rate_hi: float | None = None
+    gauge_acceptance_length: float | None = None  # state "gauge": the in-window mean of the engine's gauge
+
+    def text(self) -> str:
+        """One line: ``AL 2.81 [2.70, 2.93], 60% accepted`` or why there is none."""
+        if self.state == "not_reported":
+            return "not reported by this engine"
+        if self.state == "invalid":
+            return f"invalid: {self.reason}"
+        if self.state == "gauge":
+            al = self.gauge_acceptance_length
+            return f"AL {al:.2f} (engine gauge)" if al is not None else "not reported by this engine"
+        if self.acceptance_length_mean is None:
+            return "no drafts in the window"
+        ci = (f" [{self.acceptance_length_lo:.2f}, {self.acceptance_length_hi:.2f}]"
+              if self.acceptance_length_lo is not None and self.acceptance_length_hi is not None else "")
+        rate = f", {self.acceptance_rate_mean:.0%} of drafted tokens accepted" \
+            if self.acceptance_rate_mean is not None else ""
+        return f"AL {self.acceptance_length_mean:.2f}{ci}{rate}"
+
+
+class SpecDecodeLabel(_Section):
+    """``extra.spec_decode``: how a speculative-decoding point's acceptance came about. ``acceptance``:
+    ``synthetic`` when the rendered launch forces an acceptance length (``synthetic_al``, named by ``via``),
+    else ``measured``. Absent for points without speculative decoding."""
+
+    method: str  # the point's spec-decoding (mtp, ngram, draft_model)
+    acceptance: Literal["measured", "synthetic"]
+    synthetic_al: float | None = None  # None: synthetic, length resolved by the injector's reference table
+    via: str | None = None  # vLLM synthetic_acceptance_length | SGLANG_SIMULATE_ACC_LEN | ...
+
+    def text(self) -> str:
+        if self.acceptance == "measured":
+            return "measured"
+        al = f"AL {self.synthetic_al:g}" if self.synthetic_al is not None else "AL from the reference table"
+        return f"synthetic ({al}, via {self.via})"
+
+
 class TelemetrySummary(_TelemetryModel):
     """``extra.telemetry``: what the store and the report read (written by :mod:`infx.telemetry.session`)."""
 
@@ -132,6 +208,8 @@ class TelemetrySummary(_TelemetryModel):
     # issue 21: with --trials N, each trial's J/output token over its own window (None: that window's
     # power was not valid); result.json ``stats`` carries their mean and Student-t interval
     trial_joules_per_output_token: list[float | None] = Field(default_factory=list)
+    # speculative decoding: acceptance per role from the engine's counters (empty: no /metrics scraped)
+    acceptance: list[RoleAcceptance] = Field(default_factory=list, exclude_if=_empty)
     warnings: list[str] = Field(default_factory=list)
     files: list[str] = Field(default_factory=list)  # raw sample files beside the records
 
@@ -213,3 +291,4 @@ class ResultExtra(_Section):
     client: ClientCost | None = Field(None, exclude_if=_absent)
     telemetry: TelemetrySummary | None = Field(None, exclude_if=_absent)
     power: PowerFigures | None = Field(None, exclude_if=_absent)
+    spec_decode: SpecDecodeLabel | None = Field(None, exclude_if=_absent)  # measured or synthetic acceptance

@@ -217,6 +217,12 @@ def preflight_points(
             checks.append(placeholders.check(key, rfile, values))
         if point.point_id in evals:
             checks.append(evals[point.point_id])
+        if launch is not None:  # speculative decoding: is the acceptance measured or forced by the launch?
+            from infx.engines.synthetic import label_of_launch
+
+            acc = label_of_launch(point, launch)
+            if acc is not None:
+                checks.append(Check(name="acceptance", status="ok", message=acc.text()))
         out.append(PointVerdict(
             point_id=point.point_id, exp_name=point.exp_name, runner=point.runner,
             config_key=(config_keys or {}).get(point.point_id), status=worst([c.status for c in checks]),

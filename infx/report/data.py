@@ -49,6 +49,7 @@ class ReportData:
     cost: Any = None  # infx.analysis.cost.CostView: the cost table applied at read time (never stored)
     reliability: list[Any] = field(default_factory=list)  # infx.analysis.history.ReliabilityRow of the runs shown
     main_view: Any = None  # infx.analysis.mainview.MainView of the report's points (every hardware on one chart)
+    acceptance: list[Any] = field(default_factory=list)  # infx.results.store.reads.AcceptanceRow, this run's
 
     def measured_at(self, point_id: str) -> Measured | None:
         """The measured figures of a point of this run (None: not measured)."""
@@ -205,6 +206,7 @@ def load_report_data(store: Store, run_id: str | None = None, baseline: str | No
     shown = {r.run_id for r in data.main_view.runs}
     data.reliability = [r for r in reliability(store) if r.run_id in shown]
     data.evals = load_evals(store, stored) if stored else []
+    data.acceptance = store.acceptance([run_id]) if run_id not in in_view else []
     if run_id not in in_view:
         data.accuracy = compare_arm_accuracy(store, data.evals, run_id, None, None)
         if baseline and baseline not in in_view:

@@ -394,6 +394,7 @@ def render_report(data: ReportData, *, plotly_js: Literal["inline"] | str = "inl
     baseline_line = (f"<p>Compared against baseline run <b>{_e(data.baseline)}</b> (dashed lines, open markers).</p>"
                      if data.baseline else "")
     title = f"infx report: {m.run_id}"
+    from infx.report.acceptance import acceptance_html
     from infx.report.accuracy import accuracy_html
 
     tput = {m.point_id: m.throughput("total", "gpu") for m in data.measured if m.run_id == data.run_id}
@@ -415,6 +416,7 @@ servers per node (GPUs per node // GPUs per server), assuming replicas do not in
 {charts_html}
 {lazy_figures(figs)}
 {telemetry_section(data)}
+{acceptance_html(data.acceptance, data.measured, data.run_id, {m.workload.model_prefix for m in data.measured})}
 {cost_section(data)}
 <h2 id="accuracy">Accuracy</h2>
 {accuracy_section}

@@ -318,7 +318,9 @@ def status_cmd(
         show_eval = any(p.eval for p in s.points)
         show_cost = any(p.cost for p in s.points)
         show_trials = any(p.trials for p in s.points)
+        show_acc = any(p.acceptance for p in s.points)
         for col in ("point", "conc", "state", *(("trials: output tok/s, 95% CI",) if show_trials else ()),
+                    *(("spec-decode acceptance",) if show_acc else ()),
                     *(("kv tokens predicted/logged",) if show_kv else ()),
                     *(("eval",) if show_eval else ()),
                     *((f"$/Mtok ({cost.tier if cost else ''})",) if show_cost else ()), "reason"):
@@ -328,6 +330,7 @@ def status_cmd(
         for p in s.points:
             c = colours.get(p.state, "white")
             t.add_row(p.point_id, p.conc, f"[{c}]{p.state}[/{c}]", *((p.trials,) if show_trials else ()),
+                      *((p.acceptance,) if show_acc else ()),
                       *((p.kv,) if show_kv else ()),
                       *((p.eval,) if show_eval else ()), *((p.cost,) if show_cost else ()), p.reason[:100])
         console.print(t)

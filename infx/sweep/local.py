@@ -253,6 +253,11 @@ class LocalMeasurer:
             summary = tel.finalize(result, theoretical_prefix_hit_rate=theoretical_reuse(result))
             self._warn(summary.warnings)
             result = attach(result, summary)
+        from infx.engines.synthetic import label_of_launch
+
+        spec = label_of_launch(point, getattr(engine, "deployment", None) or launch)
+        if spec is not None:
+            result = result.model_copy(update={"extra": result.extra.model_copy(update={"spec_decode": spec})})
         return result
 
     def _warn(self, warnings: list[str]) -> None:
@@ -273,7 +278,8 @@ class LocalMeasurer:
         gpus = point.gpus_per_server or None  # TP x PP x PCP; every role's GPUs for a deployment
         return Telemetry(point_dir, self.telemetry, metrics_url=metrics_url, expected_gpus=gpus,
                          devices=visible_devices(getattr(launch, "env", None), gpus),
-                         node_devices=deployment_node_devices(engine))
+                         node_devices=deployment_node_devices(engine),
+                         metrics_role="decode" if getattr(engine, "deployment", None) is not None else "server")
 
 
 class LocalEvaluator:

@@ -44,6 +44,7 @@ def bench_config(point: Point, engine: Any, profile: LoadProfile) -> Any:
         input_len=isl,
         output_len=osl,
         ignore_eos=True,
+        temperature=profile.temperature,
         gpus=point.gpus_per_server or None,
         point=point.to_row(),
         progress=False,

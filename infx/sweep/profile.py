@@ -19,6 +19,7 @@ class LoadProfile(BaseModel):
     max_isl: int | None = None  # cap the point's lengths (the demo's tiny model has a short context)
     max_osl: int | None = None
     seed: int = 0
+    temperature: float | None = Field(None, ge=0)  # sent with every request (None: the engine's default)
     agentic_traces: str | None = None  # weka-format traces for agentic points; None: synthesized into the run dir
     agentic_duration_s: float | None = None  # overrides the point's duration (short CI runs)
 

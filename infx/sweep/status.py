@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from infx.diagnostics import Diagnostic, InfxError, warn
+from infx.metrics.sections import RoleAcceptance, SpecDecodeLabel
 from infx.results.layout import MANIFEST, RESULT_FILE, PointFile, ResultsDir
 from infx.sweep.layout import GroupRecord, RunDir, read_eval_status
 
@@ -32,6 +33,8 @@ class PointState:
     # done points: "$0.325/Mtok" in the cost table's tier (read time, infx.analysis.cost), or "not priced: ..."
     cost: str = ""
     trials: str = ""  # done points: "3 trials: 463 tok/s ±7.8%" (output throughput, 95 % CI; issue 21)
+    # done spec-decoding points: "measured: AL 2.81 [2.70, 2.93], 60% accepted" or "synthetic (AL 3.51, via ...)"
+    acceptance: str = ""
 
 
 @dataclass
@@ -128,7 +131,8 @@ def run_state(rd: RunDir, cost: CostCell | None = None) -> RunState:
             reason = f"{st.failure_class or ''} {st.reason}".strip() if st.state != "done" else ""
             out.append(PointState(pid, st.state, conc, reason, kv=kv_text(st.startup), eval=ev,
                                   cost=cost(rd, pid, pf) if (cost is not None and st.state == "done" and pf) else "",
-                                  trials=trials_text(rd, pid) if st.state == "done" else ""))
+                                  trials=trials_text(rd, pid) if st.state == "done" else "",
+                                  acceptance=acceptance_text(rd, pid) if st.state == "done" else ""))
             continue
         rec = records.get(fp) if fp else None
         qstate = slurm.group_queue_state(plan, fp, queue) if (plan is not None and fp) else None
@@ -165,6 +169,23 @@ def trials_text(rd: RunDir, point_id: str) -> str:
         return f"{n} trial(s)"
     basis = "" if e.method == "trials" else " within-run"
     return f"{n} trial(s): {e.mean:,.1f} tok/s ±{(e.hi - e.lo) / 2 / abs(e.mean):.1%}{basis}"
+
+
+def acceptance_text(rd: RunDir, point_id: str) -> str:
+    """A done point's speculative-decoding acceptance as one cell (empty without spec decoding)."""
+    from infx.results.acceptance_rows import roles_of
+
+    try:
+        result = rd.results.read_result(rd.run_id, point_id)
+    except (InfxError, OSError):
+        return ""
+    return acceptance_cell(result.extra.spec_decode, roles_of(result))
+
+
+def acceptance_cell(spec: SpecDecodeLabel | None, roles: list[RoleAcceptance]) -> str:
+    label = spec.text() if spec is not None else ""
+    figures = "; ".join((f"{a.role}: " if len(roles) > 1 else "") + a.text() for a in roles)
+    return ": ".join(x for x in (label, figures) if x)
 
 
 def eval_text(point_dir: Path, wants_eval: bool) -> str:

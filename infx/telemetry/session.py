@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from infx.atomic import write_text
-from infx.metrics.sections import PowerFigures, ResultExtra, TelemetrySummary
+from infx.metrics.sections import PowerFigures, ResultExtra, RoleAcceptance, TelemetrySummary
 from infx.telemetry import energy, rapl
+from infx.telemetry.acceptance import acceptance
 from infx.telemetry.engine_state import ENGINE_STATE_FILE, EngineStateScraper, read_samples, summarise
 from infx.telemetry.gpu import AmdSmiSampler, NvidiaSmiSampler, detect_tool
 from infx.telemetry.models import WindowCheck
@@ -71,11 +72,12 @@ class Telemetry:
 
     def __init__(self, point_dir: Path, options: TelemetryOptions | None = None, *, metrics_url: str | None = None,
                  expected_gpus: int | None = None, devices: list[str] | None = None,
-                 node_devices: list[list[str] | None] | None = None):
+                 node_devices: list[list[str] | None] | None = None, metrics_role: str = "server"):
         """``node_devices``: a multi-node deployment inside its Slurm job; one sampler task per node
         (:mod:`infx.telemetry.nodes`) keeping these device ids of each node."""
         self.dir = Path(point_dir)
         self.options = options or TelemetryOptions()
+        self.metrics_role = metrics_role  # whose /metrics ``metrics_url`` is (a deployment's: its decode role's)
         self.expected_gpus = expected_gpus
         self.warnings: list[str] = []
         self.gpu_tool, warning = detect_tool(self.options.gpu)
@@ -135,9 +137,17 @@ class Telemetry:
         if self.cpu is not None:
             cpu = rapl.cpu_energy(self.dir / CPU_FILE, check.window, unreadable=self.cpu.error)
         engine = None
+        accepted: list[RoleAcceptance] = []
         if self.engine is not None:
             state_file = self.dir / ENGINE_STATE_FILE
-            engine = summarise(read_samples(state_file) if state_file.is_file() else [], check.window)
+            samples = read_samples(state_file) if state_file.is_file() else []
+            engine = summarise(samples, check.window)
+            w = check.window
+            trial_windows = [(tw.start_time_unix, tw.end_time_unix) for tr in result.trials
+                             if (tw := window_of(result, tr).window) is not None]
+            accepted.append(acceptance(samples, None if w is None else (w.start_time_unix, w.end_time_unix),
+                                       trial_windows if len(trial_windows) == len(result.trials) else [],
+                                       role=self.metrics_role))
             if self.engine.errors:
                 self.warnings.append(f"{self.engine.errors} /metrics scrapes failed")
         files = [n for n in SAMPLE_FILES if (self.dir / n).is_file()]
@@ -152,7 +162,8 @@ class Telemetry:
                                 power_reasons=validation.reasons, cpu=cpu,
                                 gpu_energy_j=validation.raw_metrics.get("total_gpu_energy_j"),
                                 observed_gpu_count=validation.observed_gpu_count,
-                                engine=engine, theoretical_prefix_hit_rate=theoretical, warnings=self.warnings,
+                                engine=engine, theoretical_prefix_hit_rate=theoretical, acceptance=accepted,
+                                warnings=self.warnings,
                                 files=files)
 
 

@@ -42,7 +42,7 @@ def test_crossover_detected_between_step_frontiers() -> None:
     assert c.overlap == (15, 40)
     # at 15 exactly TP=4's c64 point (2800) counts; just above it TP=4 only has its 30 tok/s/user point
     assert [e.ratio for e in c.ladder] == pytest.approx([2400 / 2800, 2400 / 2000, 400 / 2000, 400 / 2000, 400 / 600])
-    assert [(r.lo, r.hi, r.winner) for r in c.ranges] == [(15, 20, "a"), (20, 40, "b")]
+    assert [(r.lo, r.hi, r.higher) for r in c.ranges] == [(15, 20, "a"), (20, 40, "b")]
     assert [(x.lo, x.before, x.after) for x in c.crossovers] == [(20, "a", "b")]
     # per GPU the ratios are the same here: both arms pack an 8-GPU node exactly
     per_gpu = compare_arms(TP2 + TP4, "r", "tp=2", "tp=4", norm="gpu", at=[20]).comparisons[0]
@@ -55,13 +55,16 @@ def test_crossover_where_winner_changes() -> None:
     c = compare_frontiers(a, b, a_label="TP=2", b_label="TP=4", y_label="total tok/s per node")
     assert c.overlap == (10, 40)
     # (10,15]: 2400 vs 2000 -> a; (15,20]: 2400 vs 1000 -> a; (20,30]: 400 vs 1000 -> b; (30,40]: 400 vs 600 -> b
-    assert [(r.lo, r.hi, r.winner) for r in c.ranges] == [(10, 20, "a"), (20, 40, "b")]
+    assert [(r.lo, r.hi, r.higher) for r in c.ranges] == [(10, 20, "a"), (20, 40, "b")]
     assert c.ranges[0].ratio_min == pytest.approx(1.2) and c.ranges[0].ratio_max == pytest.approx(2.4)
     (x,) = c.crossovers
     assert (x.lo, x.hi, x.before, x.after) == (20, 20, "a", "b")
-    assert "crossover at 20" in x.text
-    assert c.ranges[0].text == "TP=2 gives 1.20x-2.40x the total tok/s per node of TP=4 below 20.0 tok/s/user"
-    assert c.ranges[1].text.startswith("TP=4 gives 1.50x-2.50x the total tok/s per node of TP=2 above 20.0")
+    assert "point estimates cross at 20" in x.text
+    assert c.ranges[0].text == ("point estimates only: TP=2's total tok/s per node is 1.20x-2.40x TP=4's below "
+                                "20.0 tok/s/user (no interval; see the verdicts)")
+    assert c.ranges[1].text.startswith("point estimates only: TP=4's total tok/s per node is 1.50x-2.50x TP=2's "
+                                       "above 20.0")
+    assert all(r.point_estimates_only for r in c.ranges) and "winner" not in c.model_dump_json()
     # without intervals (one trial, no records) no winner is named
     assert all(v.decision == "inconclusive" for v in c.targets) and "no interval" in c.verdict[0]
 
@@ -94,7 +97,7 @@ def test_no_fixed_tie_band() -> None:
     a = StepFrontier.build([10, 20], [1000, 500])
     b = StepFrontier.build([10, 20], [1010, 505])
     c = compare_frontiers(a, b, a_label="A", b_label="B")
-    assert [r.winner for r in c.ranges] == ["b"]
+    assert [r.higher for r in c.ranges] == ["b"]
     assert {v.decision for v in c.targets} == {"inconclusive"}
     tight = dict(rel_se=[0.005, 0.005], df=[4, 4], trials=[5, 5])
     a = StepFrontier.build([10, 20], [1000, 500], **tight)
@@ -133,7 +136,7 @@ def test_seed_scenario_end_to_end(seed_results: ResultsDir) -> None:
     arms = compare_arms(measured, "pr-1234", norm="node")
     (c,) = arms.comparisons
     assert (c.a_label, c.b_label) == ("TP=2", "TP=4")
-    assert [r.winner for r in c.ranges][0] == "a" and c.ranges[-1].winner == "b"
+    assert [r.higher for r in c.ranges][0] == "a" and c.ranges[-1].higher == "b"
     assert len(c.crossovers) == 1 and 15 < c.crossovers[0].lo < 30
     runs = compare_runs(measured, "pr-1234", "baseline", norm="node")
     rc, best = runs.comparisons
@@ -186,7 +189,7 @@ def test_zero_on_both_sides_is_a_tie() -> None:
     a = StepFrontier.build([10, 20], [0, 0])
     b = StepFrontier.build([10, 20], [0, 0])
     c = compare_frontiers(a, b, a_label="A", b_label="B", at=[15])
-    assert [r.winner for r in c.ranges] == ["tie"] and c.crossovers == []
+    assert [r.higher for r in c.ranges] == ["tie"] and c.crossovers == []
     assert c.ladder[0].ratio is None and "both are 0" in c.ladder[0].note
 
 
@@ -195,13 +198,13 @@ def test_zero_on_one_side_loses_with_unbounded_ratio() -> None:
     a = StepFrontier.build([10, 20], [1000, 500])
     b = StepFrontier.build([10, 20], [0, 0])
     c = compare_frontiers(a, b, a_label="A", b_label="B", at=[15])
-    assert [(r.winner, r.ratio_min) for r in c.ranges] == [("a", math.inf)]
+    assert [(r.higher, r.ratio_min) for r in c.ranges] == [("a", math.inf)]
     assert "A wins outright over B" in c.verdict[0] and "unbounded" in c.verdict[0]
     assert c.targets[0].decision == "a"
     assert c.ladder[0].ratio is None and "ratio unbounded: B is 0" in c.ladder[0].note
     # A's frontier is 0 throughout: B wins (before the fix: "a wins" at ratio inf)
     c = compare_frontiers(b, a, a_label="B0", b_label="A1", at=[15])
-    assert [(r.winner, r.ratio_min) for r in c.ranges] == [("b", math.inf)]
+    assert [(r.higher, r.ratio_min) for r in c.ranges] == [("b", math.inf)]
     assert c.ladder[0].ratio == 0
 
 
@@ -210,9 +213,9 @@ def test_zero_with_lower_is_better_axis() -> None:
     a = StepFrontier.build([10, 20], [0, 0], y_dir=Direction.MIN)
     b = StepFrontier.build([10, 20], [5, 5], y_dir=Direction.MIN)
     c = compare_frontiers(a, b, a_label="A", b_label="B")
-    assert [(r.winner, r.ratio_max) for r in c.ranges] == [("a", math.inf)]
+    assert [(r.higher, r.ratio_max) for r in c.ranges] == [("a", math.inf)]
     c = compare_frontiers(b, a, a_label="B", b_label="A")
-    assert [(r.winner, r.ratio_max) for r in c.ranges] == [("b", math.inf)]
+    assert [(r.higher, r.ratio_max) for r in c.ranges] == [("b", math.inf)]
 
 
 def test_zero_in_part_of_the_range_keeps_finite_ratios_elsewhere() -> None:
@@ -220,7 +223,7 @@ def test_zero_in_part_of_the_range_keeps_finite_ratios_elsewhere() -> None:
     b = StepFrontier.build([10, 20, 40], [2000, 1200, 0])
     c = compare_frontiers(a, b, a_label="A", b_label="B")
     (rg,) = c.ranges
-    assert rg.winner == "a" and rg.ratio_min == pytest.approx(2.0) and math.isinf(rg.ratio_max)
+    assert rg.higher == "a" and rg.ratio_min == pytest.approx(2.0) and math.isinf(rg.ratio_max)
     assert "2.00x or more" in rg.text
 
 

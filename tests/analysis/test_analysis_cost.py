@@ -331,7 +331,7 @@ def test_compare_cost_reads_tokens_per_dollar_at_equal_interactivity(tmp_path: P
         if e.a is not None:
             assert f"A ${1e6 / e.a:,.4g}/Mtok" in e.note
     # the disaggregated arm (8 GPUs, 4000 tok/s at saturation) gives more tokens per $ than TP=8 (3000 tok/s)
-    assert total.a_label == "1xP(TP=2)+1xD(TP=6)" and [r.winner for r in total.ranges] == ["a"], total.verdict
+    assert total.a_label == "1xP(TP=2)+1xD(TP=6)" and [r.higher for r in total.ranges] == ["a"], total.verdict
     assert any(v.startswith("caution: per-role output") for v in cs.comparisons[1].verdict)
     assert not any(v.startswith("caution") for v in compare_cost(measured, table, "r1").comparisons[1].verdict)
     assert cs.notes[0].startswith("cost table inferencex-2026-07")

@@ -89,7 +89,9 @@ def test_cpu_catalog(repo_cat: Any, repo_runners: Any) -> None:
     fixed = [r for r in rows if r.get("isl") == 256]  # the demo sweep (the 8k1k entry is the eval one)
     assert [r["conc"] for r in rows if r.get("isl") == 8192] == [16]
     agentic = [r for r in rows if r.get("scenario-type") == "agentic-coding"]
-    assert [r["conc"] for r in fixed] == [1, 2, 4, 8, 16]
+    assert [(r["conc"], r["spec-decoding"]) for r in fixed] == [(1, "none"), (2, "none"), (4, "none"), (8, "none"),
+                                                               (16, "none"), (1, "ngram"), (4, "ngram"),
+                                                               (16, "ngram")]
     assert all(r["runner"] == "local" and r["tp"] == 1 and r["max-model-len"] <= 2048 for r in fixed)
     assert [r["conc"] for r in agentic] == [1, 2, 4]
     assert all(r["runner"] == "cluster:local" for r in agentic)
@@ -106,7 +108,7 @@ def test_resolve_keys_globs_and_errors(repo_cat: Any) -> None:
 def test_select_points_returns_typed_points() -> None:
     points = select_points([CONFIGS / "cpu-master.yaml"], CONFIGS / "runners.yaml", ["tinyllama-bf16-cpu-vllm"])
     assert all(isinstance(p, Point) for p in points)
-    assert [p.concs for p in points] == [[1], [2], [4], [8], [16]]
+    assert [p.concs for p in points] == [[1], [2], [4], [8], [16], [1], [4], [16]]  # plain, then n-gram arm
     assert points[0].to_row()["point-id"] == points[0].point_id
 
 
@@ -145,7 +147,7 @@ def test_infx_matrix_is_the_same_command() -> None:
     kw: dict[str, Any] = {"capture_output": True, "text": True, "cwd": REPO, "timeout": 120}
     a = subprocess.run([sys.executable, "-m", "infx", "matrix", *args], **kw)
     b = subprocess.run([sys.executable, "-m", "infx.matrix.generate", *args], **kw)
-    assert a.returncode == b.returncode == 0 and a.stdout == b.stdout and len(json.loads(a.stdout)) == 9
+    assert a.returncode == b.returncode == 0 and a.stdout == b.stdout and len(json.loads(a.stdout)) == 12
 
 
 def test_all_and_no_evals_conflict() -> None:
@@ -165,7 +167,7 @@ def test_github_matrix_flag_buckets_the_same_rows() -> None:
     buckets = json.loads(subprocess.run(base + ["--github-matrix"], cwd=root, capture_output=True,
                                         check=True, text=True).stdout)
     agentic = buckets["single_node"]["agentic"]
-    fixed = buckets["single_node"]["256_64"] + buckets["single_node"]["8k1k"]
+    fixed = buckets["single_node"]["256_256"] + buckets["single_node"]["8k1k"]
     multi = [r for rows in buckets["multi_node"].values() for r in rows]  # the CPU disagg deployment
     assert sorted(r["point-id"] for r in agentic + fixed + multi) == sorted(r["point-id"] for r in flat)
     assert all(r["scenario-type"] == "agentic-coding" for r in agentic)

@@ -50,8 +50,9 @@ def _fields(key: Any) -> dict[str, Any]:
 
 
 #: Fields a measured point gained after ce04c15 that are no figure of it: ``source_run`` names the run a
-#: point of a latest/as-of view came from (None for a run's own points).
-_NOT_FIGURES = frozenset({"source_run"})
+#: point of a latest/as-of view came from (None for a run's own points); the speculative-decoding acceptance
+#: (store revision 0010) is None for every result written before it.
+_NOT_FIGURES = frozenset({"source_run", "acceptance", "synthetic_al", "acceptance_length"})
 
 
 def _measured(m: Any) -> dict[str, Any]:

@@ -27,11 +27,24 @@ def test_demo_report_shows_illustrative_cpu_costs(tmp_path: Path, tiny_model_dir
     assert "cost table workspace-illustrative-1" in page and "Tier <b>retail</b>" in page
     table = page[page.index('id="cost-points"'):]
     table = table[:table.index("</table>")]
-    assert table.count("<tr><td><code>") == 5  # one row per measured point
-    assert table.count("cpu <b>(illustrative)</b>") == 5
+    assert table.count("<tr><td><code>") == 8  # one row per measured point (5 base, 3 n-gram)
+    assert table.count("cpu <b>(illustrative)</b>") == 8
     totals = [float(v.replace(",", "")) for v in
               re.findall(r"<td class=num>\$([0-9.,]+)<br><small>all GPUs \(1\)", table)]
-    assert len(totals) == 5 and all(v > 0 for v in totals)  # priced: 0.10 $/h over measured tok/s, never a stand-in 0
+    assert len(totals) == 8 and all(v > 0 for v in totals)  # priced: 0.10 $/h over measured tok/s, never a stand-in 0
     assert 'id="cost-0"' in page  # the cost frontier chart
     # the cpu SKU is priced in the demo's tier (measured kW may be "not measured")
     assert table.count("not priced") == 0
+    # two arms: the n-gram arm's acceptance is measured (AL with its interval across the two trials), the report
+    # says why the tiny model accepts drafts, and the two arms get a verdict table with intervals
+    acc = page[page.index('id="acceptance-table"'):]
+    acc = acc[:acc.index("</table>")]
+    als = [float(v) for v in re.findall(r"<td class=num>([0-9.]+) \[[0-9.]+, [0-9.]+\]</td>", acc)]
+    assert len(als) == 3 and all(al > 1.2 for al in als), acc
+    assert "Why the tiny model accepts drafts" in page
+    cmp = page[page.index('id="arm-comparison"'):]
+    # the arms differ only in drafting: compared at each concurrency both measured, with the 95 % interval
+    assert "TP=1 vs TP=1 spec=ngram" in cmp and "<th>concurrency</th>" in cmp and "ratio A/B [95% CI]" in cmp
+    table = cmp[cmp.index("ratio A/B [95% CI]"):]
+    table = table[:table.index("</table>")]
+    assert re.search(r"[0-9.]+x \[[0-9.]+, [0-9.]+\]</td><td>(a|b|equivalent|inconclusive)</td>", table), table

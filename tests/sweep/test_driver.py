@@ -212,11 +212,11 @@ def test_trials_reach_the_load_generator_from_flag_or_catalog(tmp_path):
     from infx.matrix.select import scenario_trials
 
     text = (REPO / "configs/cpu-master.yaml").read_text().replace(
-        "    - isl: 256\n      osl: 64\n", "    - isl: 256\n      osl: 64\n      trials: 3\n", 1)
+        "    - isl: 256\n      osl: 256\n", "    - isl: 256\n      osl: 256\n      trials: 3\n", 1)
     cat = tmp_path / "cpu-master.yaml"
     cat.write_text(text)
     got = scenario_trials([cat], REPO / "configs/runners.yaml", ["tinyllama-bf16-cpu-vllm"])
-    assert len(got) == 5 and set(got.values()) == {3}
+    assert len(got) == 8 and set(got.values()) == {3}
 
 
 def test_status_shows_trials_of_done_points(tmp_path):

@@ -42,7 +42,7 @@ def test_demo_entry_runs_resumes_and_remeasures_only_a_deleted_point(tmp_path: P
     assert first.returncode == 0, first.stderr[-3000:]
     rd = RunDir(tmp_path, "tinyllama-bf16-cpu-vllm")
     ids = rd.results.points(rd.run_id)
-    assert len(ids) == 5
+    assert len(ids) == 8  # the plain arm at 1-16 and the n-gram arm at 1, 4, 16
     for pid in ids:
         st = rd.read_status(pid)
         assert st is not None and st.state == "done", (pid, st)
@@ -50,18 +50,21 @@ def test_demo_entry_runs_resumes_and_remeasures_only_a_deleted_point(tmp_path: P
         for name in ("point.json", "records.jsonl.gz", "engine.log"):
             assert (rd.point_dir(pid) / name).is_file()
     assert sorted(measured_lines(first.stderr)) == sorted(ids)
-    assert "1 launch(es)" in first.stderr
+    assert "2 launch(es)" in first.stderr  # one engine per arm (the n-gram arm's argv differs)
     # predicted KV capacity (preflight) vs what vLLM logged at start-up, stored with the run
-    (group,) = rd.groups()
-    startup = group.startup
-    assert startup is not None and startup.kv_cache_tokens and startup.kv_cache_tokens > 0
-    kv = startup.other
-    assert kv["kv_tokens_logged"] == startup.kv_cache_tokens
-    assert isinstance(kv["kv_tokens_predicted"], int) and kv["kv_tokens_predicted"] > 0
-    assert kv["kv_prediction_ratio"] == pytest.approx(kv["kv_tokens_predicted"] / startup.kv_cache_tokens, rel=1e-5)
-    assert kv["kv_prediction"] == "match"  # block-rounding-aware prediction equals the logged figure
-    for pid in ids:
-        assert rd.read_status(pid).startup.other == kv  # type: ignore[union-attr]
+    groups = rd.groups()
+    assert len(groups) == 2
+    for group in groups:
+        startup = group.startup
+        assert startup is not None and startup.kv_cache_tokens and startup.kv_cache_tokens > 0
+        kv = startup.other
+        assert kv["kv_tokens_logged"] == startup.kv_cache_tokens
+        assert isinstance(kv["kv_tokens_predicted"], int) and kv["kv_tokens_predicted"] > 0
+        assert kv["kv_prediction_ratio"] == pytest.approx(kv["kv_tokens_predicted"] / startup.kv_cache_tokens,
+                                                          rel=1e-5)
+        assert kv["kv_prediction"] == "match"  # block-rounding-aware prediction equals the logged figure
+        for pid in group.point_ids:
+            assert rd.read_status(pid).startup.other == kv  # type: ignore[union-attr]
     shown = infx("status", str(rd.root), "--json")
     assert shown.returncode == 0, shown.stderr
     (run,) = json.loads(shown.stdout)

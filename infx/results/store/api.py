@@ -353,6 +353,11 @@ class Store:
         with self._read() as conn:
             return reads.measured(conn, run_ids, self._have)
 
+    def acceptance(self, run_ids: Sequence[str] | None = None) -> list[reads.AcceptanceRow]:
+        """Speculative-decoding acceptance per point and role (measured or synthetic, and the figures)."""
+        with self._read() as conn:
+            return reads.acceptance(conn, run_ids, self._have)
+
     def point_lines(self, run_id: str) -> list[reads.PointLineRow]:
         with self._read() as conn:
             return reads.point_lines(conn, run_id)

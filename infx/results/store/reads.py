@@ -421,3 +421,34 @@ def outcome_counts(conn: sa.Connection) -> list[OutcomeCount]:
          .group_by(p.c.run_id, runs.c.started_at, p.c.hardware, p.c.runner, p.c.state, f.c.failure_class)
          .order_by(runs.c.started_at, p.c.run_id, p.c.hardware, p.c.runner, p.c.state, f.c.failure_class))
     return [OutcomeCount._make(row) for row in conn.execute(q)]
+
+
+class AcceptanceRow(NamedTuple):
+    """One role's speculative-decoding acceptance of a point (the ``acceptance`` table, revision 0010)."""
+
+    run_id: str
+    point_id: str
+    role: str
+    method: str | None
+    acceptance: str | None  # measured | synthetic
+    synthetic_al: float | None
+    via: str | None
+    state: str
+    reason: str
+    acceptance_length: float | None
+    acceptance_length_lo: float | None
+    acceptance_length_hi: float | None
+    acceptance_rate: float | None
+    per_position_json: str
+
+
+def acceptance(conn: sa.Connection, run_ids: Sequence[str] | None, have: Have = None) -> list[AcceptanceRow]:
+    """Every acceptance row of the given runs (none before revision 0010)."""
+    if not _has(have, "acceptance"):
+        return []
+    a = schema.acceptance
+    q = (sa.select(a.c.run_id, a.c.point_id, a.c.role, a.c.method, a.c.acceptance, a.c.synthetic_al, a.c.via,
+                   a.c.state, a.c.reason, a.c.acceptance_length, a.c.acceptance_length_lo, a.c.acceptance_length_hi,
+                   a.c.acceptance_rate, a.c.per_position_json)
+         .where(_runs_in(a.c.run_id, run_ids)).order_by(a.c.run_id, a.c.point_id, a.c.role))
+    return [AcceptanceRow._make(row) for row in conn.execute(q)]

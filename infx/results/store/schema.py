@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 #: The head revision as an integer: ``schema_version`` holds it (so an infx from before Alembic, which reads
 #: only that table, refuses a newer store instead of writing into it) and the revisions are named after it.
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 metadata = sa.MetaData()
 
@@ -167,6 +167,20 @@ trials = sa.Table(  # 0007: every trial of a point
     sa.Column("itl_median", Real), sa.Column("e2el_median", Real), sa.Column("e2el_p90", Real),
 )
 
+acceptance = sa.Table(  # 0010: speculative decoding per point and role (infx.results.acceptance_rows)
+    "acceptance", metadata,
+    *_key(),
+    sa.Column("role", Text, primary_key=True),
+    sa.Column("method", Text), sa.Column("acceptance", Text),  # measured | synthetic (the launch forced it)
+    sa.Column("synthetic_al", Real), sa.Column("via", Text),
+    sa.Column("state", Text, nullable=False), sa.Column("reason", Text, nullable=False),
+    sa.Column("drafts", Real), sa.Column("draft_tokens", Real), sa.Column("accepted", Real),
+    sa.Column("acceptance_length", Real), sa.Column("acceptance_length_lo", Real),
+    sa.Column("acceptance_length_hi", Real), sa.Column("acceptance_rate", Real),
+    sa.Column("acceptance_rate_lo", Real), sa.Column("acceptance_rate_hi", Real),
+    sa.Column("per_position_json", Text, nullable=False), sa.Column("trials_json", Text, nullable=False),
+)
+
 quarantine = sa.Table(  # 0008: what ingest refused, with the rule and reason (infx.results.store.quarantine)
     "quarantine", metadata,
     sa.Column("source", Text, primary_key=True),  # the file or point directory as ingest named it
@@ -180,6 +194,7 @@ quarantine = sa.Table(  # 0008: what ingest refused, with the rule and reason (i
 )
 
 #: Per-point tables in write order: every row of a point is in these, keyed by (run_id, point_id).
-POINT_TABLES: tuple[sa.Table, ...] = (points, results, startup, failures, telemetry, evals, eval_answers, trials)
+POINT_TABLES: tuple[sa.Table, ...] = (points, results, startup, failures, telemetry, evals, eval_answers, trials,
+                                      acceptance)
 #: Every table a point's rows can be in, the imported run's published files included (deleted with the point).
 CHILD_TABLES: tuple[sa.Table, ...] = (*POINT_TABLES[1:], imported_agg)

@@ -40,6 +40,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
+from infx.results.acceptance_rows import acceptance_rows
 from infx.results.evalrows import eval_rows
 from infx.results.layout import RunManifest
 from infx.results.store import schema
@@ -160,6 +161,9 @@ class RowBatch:
             trow = telemetry_row(run_id, point_id, r.extra.telemetry)
             if trow is not None:
                 out.append(("telemetry", [trow]))
+            arows = acceptance_rows(run_id, point_id, r)
+            if arows:
+                out.append(("acceptance", arows))
         if s.startup is not None:
             su = s.startup
             out.append(("startup", [(run_id, point_id, su.kv_cache_tokens, su.kv_cache_gib, su.max_concurrency,
