@@ -314,10 +314,15 @@ def _with_slo(request: RunRequest, points: list[Point]) -> RunRequest:
 def write_plan(prep: Prepared) -> RunPlan:
     plan = RunPlan(request=prep.request, run_id=prep.run_id,
                    points={p.point_id: p.to_row() for p in prep.points},
-                   groups=[_planned_group(g, prep.request.runner_config) for g in prep.groups],
+                   groups=planned_groups(prep),
                    created_at=time.time())
     save_plan(prep.run_dir, plan)
     return plan
+
+
+def planned_groups(prep: Prepared) -> list[PlannedGroup]:
+    """The prepared groups as ``plan.json`` and Slurm see them: nodes and GPUs per node of each."""
+    return [_planned_group(g, prep.request.runner_config) for g in prep.groups]
 
 
 def _planned_group(g: Any, runner_config: str) -> PlannedGroup:

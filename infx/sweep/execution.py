@@ -148,7 +148,6 @@ def submit_slurm(prep: Prepared, wait: bool, wait_timeout: float, partition: str
     from infx.diagnostics import Diagnostic, InfxError
     from infx.sweep import slurm
     from infx.sweep.driver import (
-        PlannedGroup,
         load_plan,
         save_plan,
         start_invocation,
@@ -185,11 +184,12 @@ def submit_slurm(prep: Prepared, wait: bool, wait_timeout: float, partition: str
     if not todo:
         print("nothing to do", file=sys.stderr)
         return 0 if not summary.previously_failed else EXIT_FAILED_POINTS
-    subs = slurm.submit(rd, plan, [PlannedGroup(fingerprint=g.fingerprint, point_ids=g.point_ids, gpus=g.gpus)
+    planned = {g.fingerprint: g for g in plan.groups}  # nodes and GPUs per node as plan.json has them
+    subs = slurm.submit(rd, plan, [planned[g.fingerprint].model_copy(update={"point_ids": g.point_ids})
                                    for g in todo], partition=partition, time_limit=time_limit,
                         max_parallel=max_parallel)
     for s in subs:
-        print(f"submitted job {s.job_id}: {len(s.groups)} group(s), gres gpu:{s.gpus}", file=sys.stderr)
+        print(f"submitted job {s.job_id}: {len(s.groups)} group(s), {s.nodes} node(s) x gres gpu:{s.gpus}", file=sys.stderr)
     print(f"follow with: infx status {rd.root}", file=sys.stderr)
     if not wait:
         return 0

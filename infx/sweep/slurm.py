@@ -28,8 +28,9 @@ JOB_SCRIPT = '#!/bin/sh\n# infx: runs its arguments (an argv, never a shell stri
 class Submission:
     job_id: str
     groups: list[str]  # fingerprints, in array-index order
-    gpus: int
+    gpus: int  # per node
     argv: list[str]
+    nodes: int = 1
 
 
 def _need(tool: str) -> str:
@@ -86,8 +87,8 @@ def submit(run_dir: RunDir, plan: RunPlan, groups: Sequence[PlannedGroup] | None
         if proc.returncode != 0:
             raise InfxError(Diagnostic(f"sbatch failed (exit {proc.returncode}): {proc.stderr.strip()[:400]}"))
         job_id = proc.stdout.strip().split(";")[0]
-        subs.append(Submission(job_id, [g.fingerprint for g in gs], gpus, argv))
-    plan.slurm_jobs.extend({"job_id": s.job_id, "groups": s.groups, "gpus": s.gpus} for s in subs)
+        subs.append(Submission(job_id, [g.fingerprint for g in gs], gpus, argv, nodes))
+    plan.slurm_jobs.extend({"job_id": s.job_id, "groups": s.groups, "gpus": s.gpus, "nodes": s.nodes} for s in subs)
     save_plan(run_dir, plan)
     return subs
 
