@@ -181,7 +181,7 @@ class PointStatus(_Model):
     log_tail: str = ""
     launch_fingerprint: str | None = None
     # hash of the load the point was measured with (requests per point, lengths...; see
-    # infx.sweep.driver.LoadProfile.key): resume re-measures a point whose load differs. None: not recorded.
+    # infx.sweep.profile.LoadProfile.key): resume re-measures a point whose load differs. None: not recorded.
     load_profile: str | None = None
     startup: StartupSummary | None = None
     started_at: float | None = None

@@ -28,7 +28,7 @@ import socket
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -143,72 +143,103 @@ def _noop(_: ev.Event) -> None:
     pass
 
 
+PointFinal = Callable[[str], None]  # called with a point id once its files are final (receipt included)
+
+
+def plan_resume(run_dir: RunDir, groups: Sequence[LaunchGroup], options: SweepOptions,
+                evaluator: PointEvaluator | None = None, emit: Emit = _noop) -> tuple[list[LaunchGroup], SweepSummary]:
+    """Drop points that need no work; returns the groups left to run (possibly with fewer points) and the
+    summary of what was reused or failed before."""
+    summary = SweepSummary()
+    todo: list[LaunchGroup] = []
+    reload: list[str] = []
+    for group in groups:
+        keep: list[Point] = []
+        for point in group.points:
+            st = run_dir.read_status(point.point_id)
+            if (st is not None and st.launch_fingerprint == group.fingerprint
+                    and load_changed(st, options.load_key)):
+                reload.append(point.point_id)
+            d = decide(run_dir, point.point_id, group.fingerprint, options.rerun_failed, options.load_key,
+                       eval_only=point.eval_only and evaluator is not None)
+            if d == "done" and eval_pending(run_dir, point, group.fingerprint, evaluator, options.rerun_failed):
+                d = "run"  # measured, but its eval has not been graded on this launch yet
+            if d == "done":
+                summary.reused.append(point.point_id)
+            elif d == "failed":
+                summary.previously_failed.append(point.point_id)
+            else:
+                keep.append(point)
+        if keep:
+            todo.append(replace(group, points=keep))
+    if reload:
+        emit(ev.Note(f"{len(reload)} point(s) were measured with another load profile (requests per "
+                     f"point, lengths; or one not recorded): measuring again: {', '.join(reload)}"))
+    return todo, summary
+
+
+def eval_pending(run_dir: RunDir, point: Point, fingerprint: str, evaluator: PointEvaluator | None,
+                 rerun_failed: bool) -> bool:
+    """The point asks for an eval that has not been graded on this launch yet."""
+    if evaluator is None or not (point.run_eval or point.eval_only):
+        return False
+    return not eval_done(run_dir.point_dir(point.point_id), fingerprint, evaluator.limit, rerun_failed)
+
+
+def mark_skipped(run_dir: RunDir, rejects: dict[str, tuple[Point, str, str]], emit: Emit = _noop,
+                 on_final: PointFinal | None = None) -> list[str]:
+    """Gate rejects (``point_id -> (point, fingerprint, reason)``): ``skipped``, never launched.
+    A point that already holds a valid measurement keeps it (the gate never destroys data)."""
+    now = time.time()
+    out = []
+    for pid, (point, fp, reason) in rejects.items():
+        st = run_dir.read_status(pid)
+        if st is not None and st.state == "done" and run_dir.read_result(pid) is not None:
+            emit(ev.Note(f"point {pid}: rejected now ({reason}); its earlier result is kept"))
+            continue
+        run_dir.write_point(point, fp or None)
+        cls, _, detail = reason.partition(": ")
+        run_dir.write_status(
+            pid, PointStatus(state="skipped", reason=detail or reason, failure_class=cls,
+                             launch_fingerprint=fp or None, started_at=now, ended_at=now))
+        emit(ev.PointFinished(pid, "skipped", reason))
+        if on_final is not None:
+            on_final(pid)
+        out.append(pid)
+    return out
+
+
 class Orchestrator:
     def __init__(
         self,
         run_dir: RunDir,
-        starter: EngineStarter | None,
-        measurer: PointMeasurer | None,
+        starter: EngineStarter,
+        measurer: PointMeasurer,
         options: SweepOptions | None = None,
         emit: Emit | None = None,
         evaluator: PointEvaluator | None = None,
+        on_final: PointFinal | None = None,
     ):
         self.run_dir = run_dir
-        self.starter = starter  # None (and no measurer): an orchestrator that only plans (Slurm submission)
+        self.starter = starter
         self.measurer = measurer
         self.evaluator = evaluator
         self.options = options or SweepOptions()
         self.emit = emit or _noop
+        self.on_final = on_final  # e.g. the store's ingest, once the point's receipt is written
         self.host = socket.gethostname()
 
-    # ----------------------------------------------------------------- planning
     def plan(self, groups: Sequence[LaunchGroup]) -> tuple[list[LaunchGroup], SweepSummary]:
-        """Drop points that need no work; returns the groups left to run (possibly with fewer points)."""
-        summary = SweepSummary()
-        todo: list[LaunchGroup] = []
-        reload: list[str] = []
-        for group in groups:
-            keep: list[Point] = []
-            for point in group.points:
-                st = self.run_dir.read_status(point.point_id)
-                if (st is not None and st.launch_fingerprint == group.fingerprint
-                        and load_changed(st, self.options.load_key)):
-                    reload.append(point.point_id)
-                d = decide(self.run_dir, point.point_id, group.fingerprint, self.options.rerun_failed,
-                           self.options.load_key, eval_only=point.eval_only and self.evaluator is not None)
-                if d == "done" and self._eval_pending(point, group.fingerprint):
-                    d = "run"  # measured, but its eval has not been graded on this launch yet
-                if d == "done":
-                    summary.reused.append(point.point_id)
-                elif d == "failed":
-                    summary.previously_failed.append(point.point_id)
-                else:
-                    keep.append(point)
-            if keep:
-                todo.append(LaunchGroup(group.fingerprint, keep, group.engine, group.image, group.argv, group.launch))
-        if reload:
-            self.emit(ev.Note(f"{len(reload)} point(s) were measured with another load profile (requests per "
-                              f"point, lengths; or one not recorded): measuring again: {', '.join(reload)}"))
-        return todo, summary
+        """:func:`plan_resume` with this sweep's options."""
+        return plan_resume(self.run_dir, groups, self.options, self.evaluator, self.emit)
 
     def mark_skipped(self, rejects: dict[str, tuple[Point, str, str]]) -> list[str]:
-        """Gate rejects (``point_id -> (point, fingerprint, reason)``): ``skipped``, never launched.
-        A point that already holds a valid measurement keeps it (the gate never destroys data)."""
-        now = time.time()
-        out = []
-        for pid, (point, fp, reason) in rejects.items():
-            st = self.run_dir.read_status(pid)
-            if st is not None and st.state == "done" and self.run_dir.read_result(pid) is not None:
-                self.emit(ev.Note(f"point {pid}: rejected now ({reason}); its earlier result is kept"))
-                continue
-            self.run_dir.write_point(point, fp or None)
-            cls, _, detail = reason.partition(": ")
-            self.run_dir.write_status(
-                pid, PointStatus(state="skipped", reason=detail or reason, failure_class=cls,
-                                 launch_fingerprint=fp or None, started_at=now, ended_at=now))
-            self.emit(ev.PointFinished(pid, "skipped", reason))
-            out.append(pid)
-        return out
+        """:func:`mark_skipped` into this sweep's events and final-point hook."""
+        return mark_skipped(self.run_dir, rejects, self.emit, self.on_final)
+
+    def _final(self, point: Point) -> None:
+        if self.on_final is not None:
+            self.on_final(point.point_id)
 
     # ----------------------------------------------------------------- running
     def run(self, groups: Sequence[LaunchGroup], skipped: Sequence[str] = ()) -> SweepSummary:
@@ -239,7 +270,7 @@ class Orchestrator:
         if self.options.relaunch_per_point and len(group.points) > 1:
             out = SweepSummary()
             for point in group.points:
-                single = LaunchGroup(group.fingerprint, [point], group.engine, group.image, group.argv, group.launch)
+                single = replace(group, points=[point])
                 out.merge(self._run_one_launch(single))
             return out
         return self._run_one_launch(group)
@@ -262,7 +293,6 @@ class Orchestrator:
             try:
                 summary.launches += 1
                 try:
-                    assert self.starter is not None, "a planning-only orchestrator starts nothing"
                     engine = self.starter.start(group, log_path)
                     facts = engine.wait_ready(self.options.ready_timeout)
                 except (KeyboardInterrupt, LaunchFailed):
@@ -279,6 +309,7 @@ class Orchestrator:
                 record.startup = lost
                 for point in group.points:
                     self._fail(point, group, reason, exc.message, tail, summary, facts=lost)
+                    self._final(point)
                 record.state, record.reason = "failed", reason
                 self._trip_fail_fast()
                 return summary
@@ -300,13 +331,16 @@ class Orchestrator:
                           else group.points):
                 if saturated_at is not None:
                     self._skip_saturated(point, group, saturated_at, summary)
+                    self._final(point)
                     continue
                 if dead is not None:
                     self._fail(point, group, f"engine-died:{dead.kind}", "engine died earlier in this group",
                                dead.log_tail, summary)
+                    self._final(point)
                     continue
                 dead = self._measure_point(point, group, engine, facts, summary)
                 finalise_point(self.run_dir, point, group, engine, self.measurer, self.evaluator, self.emit)
+                self._final(point)  # after the receipt: the hook's reader verifies it
                 if self.options.stop_at_saturation and dead is None and point.point_id in summary.done:
                     sat, prev = self._saturated(point, prev)
                     if sat:
@@ -335,10 +369,7 @@ class Orchestrator:
             self.emit(ev.GroupFinished(group.fingerprint, record.state, record.reason))
 
     def _eval_pending(self, point: Point, fingerprint: str) -> bool:
-        if self.evaluator is None or not (point.run_eval or point.eval_only):
-            return False
-        return not eval_done(self.run_dir.point_dir(point.point_id), fingerprint, self.evaluator.limit,
-                             self.options.rerun_failed)
+        return eval_pending(self.run_dir, point, fingerprint, self.evaluator, self.options.rerun_failed)
 
     def _measure_point(self, point: Point, group: LaunchGroup, engine: RunningEngine, facts: StartupSummary,
                        summary: SweepSummary) -> LaunchFailed | None:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from infx.atomic import write_text
 from infx.diagnostics import Diagnostic, InfxError
-from infx.sweep.driver import PlannedGroup, RunPlan, save_plan
 from infx.sweep.layout import RunDir
+from infx.sweep.prepare import PlannedGroup, RunPlan, save_plan
 
 JOB_SCRIPT = '#!/bin/sh\n# infx: runs its arguments (an argv, never a shell string)\nexec "$@"\n'
 

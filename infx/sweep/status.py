@@ -81,7 +81,7 @@ def quarantined(path: str | Path, store: str | None = None) -> list[QuarantineEn
 
 def run_state(rd: RunDir, cost: CostCell | None = None) -> RunState:
     from infx.sweep import slurm
-    from infx.sweep.driver import load_plan
+    from infx.sweep.prepare import load_plan
 
     plan = None
     if rd.plan_file.is_file():

@@ -8,8 +8,8 @@ import pytest
 
 from infx.sweep import slurm
 from infx.sweep.deployment import allocation
-from infx.sweep.driver import PlannedGroup
 from infx.sweep.layout import RunDir
+from infx.sweep.prepare import PlannedGroup
 
 
 def test_allocation_of_real_rows(compat: Path) -> None:
