@@ -27,7 +27,6 @@ from infx.sweep.orchestrator import (
     Orchestrator,
     PointFinal,
     SweepOptions,
-    SweepSummary,
     mark_skipped,
     plan_resume,
 )
@@ -35,6 +34,7 @@ from infx.sweep.prepare import (
     Prepared,
     RunPlan,
     RunRequest,
+    SlurmJob,
     finish_invocation,
     load_plan,
     open_invocation,
@@ -44,6 +44,7 @@ from infx.sweep.prepare import (
     workspace_of,
     write_plan,
 )
+from infx.sweep.summary import SweepSummary
 
 EXIT_FAILED_POINTS = 1
 EXIT_INTERRUPTED = 130
@@ -233,7 +234,7 @@ def submit_slurm(prep: Prepared, wait: bool, wait_timeout: float, partition: str
     return _ingest_finished(rd)
 
 
-def _previous_jobs(prep: Prepared) -> list[dict[str, str | int | list[str]]]:
+def _previous_jobs(prep: Prepared) -> list[SlurmJob]:
     """The Slurm jobs an earlier submission of this run recorded; refuses while any is still queued or
     running (two submissions would measure the same points at once)."""
     from infx.sweep import slurm
@@ -245,7 +246,7 @@ def _previous_jobs(prep: Prepared) -> list[dict[str, str | int | list[str]]]:
         previous = load_plan(rd).slurm_jobs
     except InfxError:
         return []
-    live = slurm.queue_states([str(j["job_id"]) for j in previous])
+    live = slurm.queue_states([j.job_id for j in previous])
     if live:
         raise InfxError(Diagnostic(
             f"run {prep.run_id} still has Slurm jobs queued or running ({', '.join(sorted(live))}): wait for "

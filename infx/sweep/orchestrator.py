@@ -28,7 +28,7 @@ import socket
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -46,6 +46,7 @@ from infx.sweep.interfaces import (
     PointEvaluator,
     PointMeasurer,
     RunningEngine,
+    SearchingMeasurer,
 )
 from infx.sweep.layout import (
     GroupRecord,
@@ -56,6 +57,7 @@ from infx.sweep.layout import (
     write_eval_status,
     write_model,
 )
+from infx.sweep.summary import SweepSummary
 
 Decision = Literal["run", "done", "failed"]
 
@@ -71,34 +73,6 @@ class SweepOptions:
     load_key: str | None = None  # LoadProfile.key(): stored in each status; None: load not compared on resume
     search: bool = False  # capacity search per launch group instead of the listed points (issue 21)
     stop_at_saturation: bool = False  # skip an arm's higher concurrencies once one saturated
-
-
-@dataclass
-class SweepSummary:
-    done: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # gate rejects (preflight): never launched
-    reused: list[str] = field(default_factory=list)  # already measured before this invocation
-    previously_failed: list[str] = field(default_factory=list)
-    not_run: list[str] = field(default_factory=list)  # fail-fast or interruption
-    eval_failed: list[str] = field(default_factory=list)  # evals that produced no complete score
-    accuracy_failed: list[str] = field(default_factory=list)  # graded below the threshold
-    launches: int = 0
-    startup_seconds: float = 0.0
-    interrupted: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return (not self.failed and not self.not_run and not self.interrupted and not self.previously_failed
-                and not self.eval_failed and not self.accuracy_failed)
-
-    def merge(self, other: SweepSummary) -> None:
-        for name in ("done", "failed", "skipped", "reused", "previously_failed", "not_run", "eval_failed",
-                     "accuracy_failed"):
-            getattr(self, name).extend(getattr(other, name))
-        self.launches += other.launches
-        self.startup_seconds += other.startup_seconds
-        self.interrupted = self.interrupted or other.interrupted
 
 
 def decide(run_dir: RunDir, point_id: str, fingerprint: str, rerun_failed: bool = False,
@@ -522,12 +496,11 @@ class Orchestrator:
         the result (every probe) goes to ``RUN/search/<fingerprint>.json``."""
         from infx import atomic
 
-        searcher = getattr(self.measurer, "search", None)
-        if searcher is None:
+        if not isinstance(self.measurer, SearchingMeasurer):
             self.emit(ev.Note("this measurer cannot run a capacity search"))
             return
         template = min(group.points, key=lambda p: min(p.concs))
-        res = searcher(template, engine)
+        res = self.measurer.search(template, engine)
         if res is None:
             self.emit(ev.Note(f"{template.point_id}: its scenario declares no such SLO tier; no search"))
             return

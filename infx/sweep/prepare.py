@@ -17,9 +17,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from infx.atomic import write_text
 from infx.diagnostics import Diagnostic, InfxError
@@ -37,7 +37,12 @@ from infx.workspace import current as current_workspace
 
 if TYPE_CHECKING:
     from infx.catalog.runners import RunnerConfig
+    from infx.engines.disagg.model import Deployment
+    from infx.engines.launch import Launch
     from infx.matrix.select import Selection
+    from infx.preflight.verdict import PointVerdict
+
+    Render = Callable[[Point], Launch | Deployment]
 
 Evals = Literal["default", "none", "evals-only", "all"]
 
@@ -102,15 +107,24 @@ class PlannedGroup(BaseModel):
     nodes: int = 1  # a multinode deployment: one allocation across nodes (Slurm --nodes)
 
 
+class SlurmJob(BaseModel):
+    """One submission: an sbatch job (or array) over groups with the same nodes and GPUs per node."""
+
+    job_id: str
+    groups: list[str]  # fingerprints, in array-index order
+    gpus: int = 0  # per node
+    nodes: int = 1
+
+
 class RunPlan(BaseModel):
     """``plan.json``: the request, the point rows and the launch groups, in run order."""
 
     request: RunRequest
     run_id: str
-    points: dict[str, dict[str, Any]]  # point-id -> Point.to_row()
+    points: dict[str, dict[str, JsonValue]]  # point-id -> Point.to_row()
     groups: list[PlannedGroup]
     created_at: float
-    slurm_jobs: list[dict[str, Any]] = Field(default_factory=list)  # {job_id, groups: [fp...], gpus}
+    slurm_jobs: list[SlurmJob] = Field(default_factory=list)
 
     def point(self, pid: str) -> Point:
         return Point.from_row(self.points[pid])
@@ -183,7 +197,7 @@ def select(request: RunRequest, chosen: Selection | None = None) -> list[Point]:
     return chosen.points(request.config_keys, evals=request.evals, conc=request.conc)
 
 
-def make_renderer(recipes_path: str | None, workspace: Workspace | None = None) -> Callable[[Point], Any]:
+def make_renderer(recipes_path: str | None, workspace: Workspace | None = None) -> Render:
     """``point -> Launch`` on the placeholder port (fingerprints leave the port out)."""
     from infx.sweep.rendering import renderer_at_port
 
@@ -196,13 +210,14 @@ def workspace_of(request: RunRequest) -> Workspace:
     return ws_at(request.workspace) if request.workspace else current_workspace()
 
 
-def gate(points: list[Point], request: RunRequest, render: Callable[[Point], Any], chosen: Selection | None = None,
-         runners: RunnerConfig | None = None) -> tuple[list[tuple[Point, Any]], dict[str, tuple[Point, str, str]]]:
+def gate(points: list[Point], request: RunRequest, render: Render, chosen: Selection | None = None,
+         runners: RunnerConfig | None = None,
+         ) -> tuple[list[tuple[Point, Launch | Deployment]], dict[str, tuple[Point, str, str]]]:
     """Render every point (a point no recipe can render is rejected) and run the preflight gate.
 
     Returns the (point, launch) pairs that pass and the rejects ``pid -> (point, fingerprint, reason)``.
     """
-    ok: list[tuple[Point, Any]] = []
+    ok: list[tuple[Point, Launch | Deployment]] = []
     rejects: dict[str, tuple[Point, str, str]] = {}
     for p in points:
         try:
@@ -225,8 +240,8 @@ def gate(points: list[Point], request: RunRequest, render: Callable[[Point], Any
     return ok, rejects
 
 
-def _preflight(points: list[Point], request: RunRequest, launches: dict[str, Any], chosen: Selection | None,
-               runners: RunnerConfig | None) -> dict[str, Any]:
+def _preflight(points: list[Point], request: RunRequest, launches: dict[str, Launch | Deployment],
+               chosen: Selection | None, runners: RunnerConfig | None) -> dict[str, PointVerdict]:
     """Verdicts by point id from the preflight stage when it is installed, else none (schema validation
     already happened while selecting)."""
     if not points:
@@ -284,7 +299,7 @@ def _config_keys_of(request: RunRequest, chosen: Selection | None, wanted: set[s
 
 
 def prepare(request: RunRequest, *, points: list[Point] | None = None,
-            render: Callable[[Point], Any] | None = None) -> Prepared:
+            render: Render | None = None) -> Prepared:
     chosen, runners = load_selection(request)
     pts = points if points is not None else select(request, chosen)
     if (points is None and chosen is not None and request.changelog is None and request.config_keys
@@ -403,7 +418,7 @@ def finish_invocation(rd: RunDir) -> None:
     rd.update_manifest(upd)
 
 
-def options_of(request: RunRequest, **over: Any) -> SweepOptions:
+def options_of(request: RunRequest, **over: bool | float | int) -> SweepOptions:
     opts = SweepOptions(fail_fast=request.fail_fast, rerun_failed=request.rerun_failed,
                         ready_timeout=request.ready_timeout, max_error_rate=request.max_error_rate,
                         load_key=request.load.key(), search=request.load.search is not None,

@@ -40,7 +40,8 @@ class LoadProfile(BaseModel):
 
     @field_validator("max_trials")
     @classmethod
-    def _adaptive_ceiling(cls, v: int | None, info: ValidationInfo) -> int | None:
+    def _adaptive_ceiling(  # type: ignore[explicit-any]  # pydantic's ValidationInfo is typed with Any
+            cls, v: int | None, info: ValidationInfo) -> int | None:
         trials = info.data.get("trials") or 1
         if v is not None and v < max(trials, 2):
             raise ValueError(f"--max-trials must be >= 2 and >= --trials, not {v}")
@@ -48,7 +49,8 @@ class LoadProfile(BaseModel):
 
     @field_validator("slo_tier")
     @classmethod
-    def _tier_needs_search(cls, v: str | None, info: ValidationInfo) -> str | None:
+    def _tier_needs_search(  # type: ignore[explicit-any]  # pydantic's ValidationInfo is typed with Any
+            cls, v: str | None, info: ValidationInfo) -> str | None:
         if v is not None and info.data.get("search") is None:
             raise ValueError("--slo TIER is for --search max-concurrency")
         return v

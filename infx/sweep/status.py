@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from infx.diagnostics import Diagnostic, InfxError
-from infx.results.layout import MANIFEST, PointFile, ResultsDir
+from infx.results.layout import MANIFEST, PointFile, ResultsDir, StartupSummary
 from infx.sweep.layout import GroupRecord, RunDir, read_eval_status
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def run_state(rd: RunDir, cost: CostCell | None = None) -> RunState:
     for grp in records.values():
         for pid in grp.point_ids:
             group_of.setdefault(pid, grp.fingerprint)
-    job_ids = [str(j["job_id"]) for j in plan.slurm_jobs] if plan is not None else []
+    job_ids = [j.job_id for j in plan.slurm_jobs] if plan is not None else []
     queue = slurm.queue_states(job_ids) if job_ids else {}
     jobs: dict[str, str] = {}
     if job_ids:
@@ -171,9 +171,9 @@ def eval_text(point_dir: Path, wants_eval: bool) -> str:
     return f"{st.state} {score:.3f}{gate}" if score is not None else st.state
 
 
-def kv_text(startup: object) -> str:
+def kv_text(startup: StartupSummary | None) -> str:
     """The stored KV-capacity comparison (``infx.preflight.calibration``) as ``predicted/logged (status)``."""
-    other = getattr(startup, "other", None) or {}
+    other = startup.other if startup is not None else {}
     if "kv_prediction" not in other:
         return ""
     pred, logged = other.get("kv_tokens_predicted"), other.get("kv_tokens_logged")

@@ -198,8 +198,11 @@ def test_trials_reach_the_load_generator_from_flag_or_catalog(tmp_path):
     from infx.sweep.point_load import bench_config
     from infx.sweep.profile import LoadProfile
 
+    class Launch:
+        model_path = "m"
+
     class Engine:
-        base_url, served_model_name = "http://127.0.0.1:1", "m"
+        base_url, served_model_name, launch = "http://127.0.0.1:1", "m", Launch()
 
     p = make_point("a", 1, 4)
     assert bench_config(p, Engine(), LoadProfile()).trials == 1

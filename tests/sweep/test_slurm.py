@@ -13,7 +13,7 @@ import pytest
 
 from infx.sweep import slurm
 from infx.sweep.layout import RunDir
-from infx.sweep.prepare import PlannedGroup, RunPlan, RunRequest
+from infx.sweep.prepare import PlannedGroup, RunPlan, RunRequest, SlurmJob
 
 REPO = Path(__file__).resolve().parents[2]
 SLURM_SH = REPO / ".ci" / "slurm.sh"
@@ -52,7 +52,7 @@ def test_pick_groups_by_array_index(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_group_queue_state_maps_array_tasks() -> None:
     plan = _plan([PlannedGroup(fingerprint=c * 64, point_ids=[c]) for c in "ab"])
-    plan.slurm_jobs.append({"job_id": "7", "groups": ["a" * 64, "b" * 64], "gpus": 0})
+    plan.slurm_jobs.append(SlurmJob(job_id="7", groups=["a" * 64, "b" * 64], gpus=0))
     assert slurm.group_queue_state(plan, "a" * 64, {"7_0": "RUNNING", "7_[1]": "PENDING"}) == "RUNNING"
     assert slurm.group_queue_state(plan, "b" * 64, {"7_0": "RUNNING", "7_[1]": "PENDING"}) == "PENDING"
     assert slurm.group_queue_state(plan, "b" * 64, {}) is None
