@@ -15,7 +15,7 @@ PKG = Path(__file__).resolve().parents[1] / "infx"
 
 # Lower layers first. A module may import its own package and any package of a lower layer.
 LAYERS: list[set[str]] = [
-    {"diagnostics", "failures", "atomic", "builtin"},  # shared foundations
+    {"diagnostics", "failures", "atomic", "builtin", "pointfiles"},  # shared foundations
     {"yamlsource", "workspace", "jsonio", "outpaths", "cli_options"},
     {"catalog"},
     {"matrix"},

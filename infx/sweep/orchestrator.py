@@ -35,6 +35,7 @@ from typing import Literal
 from infx.atomic import write_text
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
+from infx.pointfiles import EVAL_FILE
 from infx.results.receipt import discard_receipt
 from infx.sweep import events as ev
 from infx.sweep.bundle import finalise_point
@@ -107,7 +108,7 @@ def eval_done(point_dir: Path, fingerprint: str, limit: int | None, rerun_failed
         return False
     if st.state == "failed":
         return not rerun_failed
-    return (point_dir / "eval.json").is_file()
+    return (point_dir / EVAL_FILE).is_file()
 
 
 Emit = Callable[[ev.Event], None]
