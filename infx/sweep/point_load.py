@@ -84,15 +84,13 @@ def run_point_load(point: Point, engine: RunningEngine, point_dir: Path, profile
 
 
 def max_model_len(engine: RunningEngine) -> int | None:
-    """The context the launch serves (``--max-model-len``/``--context-length`` in its argv), if it says."""
-    argv = list(engine.launch.argv)
-    for flag in ("--max-model-len", "--context-length", "--max_seq_len"):
-        for i, a in enumerate(argv):
-            value = argv[i + 1] if a == flag and i + 1 < len(argv) else (a.split("=", 1)[1] if a.startswith(flag + "=")
-                                                                          else None)
-            if value is not None and value.isdigit():
-                return int(value)
-    return None
+    """The context the launch serves, as its engine adapter reads it back from the argv (None: the argv does
+    not say, or no adapter renders this engine, e.g. a deployment's router)."""
+    from infx.engines.render import ADAPTERS
+
+    launch = engine.launch
+    adapter = ADAPTERS.get(launch.engine)
+    return adapter.settings(launch.argv, launch.env, launch.files).max_model_len if adapter else None
 
 
 SYNTH_FILE = "synthetic.jsonl"
