@@ -1,6 +1,6 @@
 """Run launch groups: launch once, await readiness, measure each point, stop; isolate failures; resume.
 
-Rules (issue 5):
+Rules:
 * a failed launch marks only its group's points failed (classified reason + log tail);
 * a failed point (error-rate gate, measurement error) does not stop its group;
 * an engine that dies mid-group fails the point in flight and the group's remaining points;
@@ -12,7 +12,7 @@ Rules (issue 5):
 * a point's old ``status.json`` is removed before it is measured again and the new one is written after its
   ``result.json``: a result is only ever trusted under the status written for it;
 * a result that is incomplete (the load stopped early) or issued no request fails the point;
-* evals (issue 13): a ``run-eval`` point is graded right after its throughput measurement on the same
+* evals: a ``run-eval`` point is graded right after its throughput measurement on the same
   launch; an ``eval-only`` point skips the throughput run (its ``status.json`` then says whether the eval
   graded). The eval's outcome is ``eval-status.json`` (pass / accuracy-fail / failed with the reason): a
   dying eval fails only its eval, other points go on; resume skips graded evals (and failed ones unless
@@ -72,7 +72,7 @@ class SweepOptions:
     relaunch_per_point: bool = False  # benchmark arm: no launch reuse
     log_tail_lines: int = 40
     load_key: str | None = None  # LoadProfile.key(): stored in each status; None: load not compared on resume
-    search: bool = False  # capacity search per launch group instead of the listed points (issue 21)
+    search: bool = False  # capacity search per launch group instead of the listed points
     stop_at_saturation: bool = False  # skip an arm's higher concurrencies once one saturated
 
 
@@ -491,7 +491,7 @@ class Orchestrator:
         self.emit(ev.PointFinished(pid, "done", None, t.request_per_s, t.output_tok_per_s))
         return None
 
-    # ----------------------------------------------------------------- issue 21: search, saturation
+    # ----------------------------------------------------------------- search, saturation
     def _search(self, group: LaunchGroup, engine: RunningEngine) -> None:
         """The capacity search on this launch: the group's lowest-concurrency point is the template;
         the result (every probe) goes to ``RUN/search/<fingerprint>.json``."""

@@ -22,7 +22,7 @@ class LoadProfile(BaseModel):
     agentic_traces: str | None = None  # weka-format traces for agentic points; None: synthesized into the run dir
     agentic_duration_s: float | None = None  # overrides the point's duration (short CI runs)
 
-    # trials (issue 21): ``trials`` (``--trials``) overrides the catalog scenario's ``trials:``
+    # trials: ``trials`` (``--trials``) overrides the catalog scenario's ``trials:``
     # (``trials_by_point``, filled by the sweep from the catalog); default one trial
     trials: int | None = Field(None, ge=1)
     max_trials: int | None = Field(None, ge=1)  # adaptive: up to this many, until the CI target

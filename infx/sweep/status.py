@@ -31,7 +31,7 @@ class PointState:
     eval: str = ""  # run-eval points: "pass 0.812 (>= 0.8)", "accuracy-fail 0.012 (< 0.8)", "failed: ...", "pending"
     # done points: "$0.325/Mtok" in the cost table's tier (read time, infx.analysis.cost), or "not priced: ..."
     cost: str = ""
-    trials: str = ""  # done points: "3 trials: 463 tok/s ±7.8%" (output throughput, 95 % CI; issue 21)
+    trials: str = ""  # done points: "3 trials: 463 tok/s ±7.8%" (output throughput, 95 % CI)
 
 
 @dataclass
