@@ -38,6 +38,8 @@ class PreflightOptions:
     registry_mirrors: dict[str, str] = field(default_factory=dict)  # registry host -> base URL
     registry_timeout: float = 10.0
     runtime_overhead_bytes: int | None = None  # override the engine rule's estimate
+    # `infx run`: warn when a GPU row would run `local` on this machine and it has no GPU of that vendor
+    local_gpu_check: bool = False
 
 
 def node_facts(runners: RunnerConfig | None, runner: str) -> NodeFacts | None:
@@ -95,6 +97,22 @@ def runner_check(runners: RunnerConfig | None, point: Point, hw: HardwareCard | 
     if problems:
         return Check(name="runner", status="warn", message="; ".join(problems))
     return Check(name="runner", status="ok", message=f"runner '{point.runner}' -> {hw.name if hw else '?'}")
+
+
+def runtime_check(point: Point, launch: Servable, hw: HardwareCard | None) -> Check | None:
+    """A GPU row whose launch runs ``local`` (its runner declares no runtime in runners.yaml) on a machine
+    without that vendor's GPU tools: it cannot start here. None when the row runs elsewhere or can run here."""
+    import shutil
+
+    if launch.runtime != "local" or hw is None or hw.kind != "gpu":
+        return None
+    tools = {"nvidia": ("nvidia-smi",), "amd": ("amd-smi", "rocm-smi")}.get(hw.vendor, ())
+    if any(shutil.which(t) for t in tools):
+        return None
+    return Check(name="runtime", status="warn",
+                 message=f"runner '{point.runner}' ({hw.name}) would run `local` on this machine, which has no "
+                         f"{hw.vendor} GPU ({' or '.join(tools)} not found): declare the fleet's runtime "
+                         "(docker, podman or slurm) under hardware: in runners.yaml")
 
 
 def settings_for(point: Point, launch: Servable, cards: CardSet, hw: HardwareCard | None) -> EngineSettings:
@@ -171,6 +189,9 @@ def preflight_points(
                 checks.append(Check(name="launch", status="fail", message=f"launch does not render: {exc}"))
         image = launch.image if launch is not None else point.image
         checks.append(pin_check(image))
+        found = runtime_check(point, launch, hw) if opts.local_gpu_check and launch is not None else None
+        if found is not None:
+            checks.append(found)
         if opts.verify_images:
             checks.append(verify_image(image, opts.images_lock, mirrors=opts.registry_mirrors,
                                        timeout=opts.registry_timeout, cache=digest_cache))

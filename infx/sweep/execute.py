@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from infx.diagnostics import Diagnostic, InfxError
 from infx.sweep.interfaces import EngineStarter, PointEvaluator, PointMeasurer
@@ -46,6 +47,9 @@ from infx.sweep.prepare import (
 )
 from infx.sweep.summary import SweepSummary
 
+if TYPE_CHECKING:
+    from infx.catalog.runners import RunnerConfig
+
 EXIT_FAILED_POINTS = 1
 EXIT_INTERRUPTED = 130
 
@@ -60,14 +64,19 @@ class Wiring:
     evaluator: PointEvaluator | None = None
 
 
-def wire(request: RunRequest) -> Wiring:
-    """The real parts a request asks for: launches rendered from the recipes (or replayed from a bundle),
-    the load generator with the request's profile and telemetry, the evals when the request grades them."""
+def wire(request: RunRequest, runners: RunnerConfig | None = None) -> Wiring:
+    """The real parts a request asks for: launches rendered from the recipes in the runtime each runner
+    declares (``runners``: the request's runners.yaml, read here when not given), or replayed from a bundle;
+    the load generator with the request's profile and telemetry; the evals when the request grades them."""
     from infx.sweep.local import LocalEvaluator, LocalMeasurer, LocalStarter, kv_calibrator
     from infx.sweep.rendering import renderer_at_port, replay_renderer
 
+    if runners is None and request.runner_config and Path(request.runner_config).is_file():
+        from infx.catalog import load_runners
+
+        runners = load_runners(request.runner_config)
     render = (replay_renderer(request.replay) if request.replay
-              else renderer_at_port(request.recipes, workspace_of(request)))
+              else renderer_at_port(request.recipes, workspace_of(request), runners.runtimes() if runners else None))
     calibrate = None if request.replay else kv_calibrator(request.runner_config)  # a replay predicts nothing
     return Wiring(LocalStarter(render, calibrate=calibrate), LocalMeasurer(request.load, telemetry=request.telemetry),
                   None if request.evals == "none" else LocalEvaluator(request.eval_limit))
@@ -132,7 +141,8 @@ def run_locally(prep: Prepared, wiring: Wiring | None = None) -> int:
     interrupted = False
     with Progress() as progress:
         try:
-            summary = run_sweep(prep, wiring or wire(prep.request), progress, ingest_final(prep.run_dir))
+            summary = run_sweep(prep, wiring or wire(prep.request, prep.runners), progress,
+                                ingest_final(prep.run_dir))
         except KeyboardInterrupt:
             interrupted = True
     Console(stderr=True).print(results_table(prep.run_dir, [p.point_id for p in prep.points]))
@@ -209,7 +219,7 @@ def submit_slurm(prep: Prepared, wait: bool, wait_timeout: float, partition: str
     # gate rejects are recorded now; resumed points are not submitted; points whose eval is still to
     # grade are submitted again
     mark_skipped(rd, prep.rejects)
-    evaluator = wire(prep.request).evaluator if prep.request.evals != "none" else None
+    evaluator = wire(prep.request, prep.runners).evaluator if prep.request.evals != "none" else None
     todo, summary = plan_resume(rd, prep.groups, SweepOptions(rerun_failed=prep.request.rerun_failed,
                                                               load_key=prep.request.load.key()), evaluator)
     print(f"slurm: {len(prep.points)} point(s): {len(summary.reused)} already measured, "

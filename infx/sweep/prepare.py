@@ -197,11 +197,12 @@ def select(request: RunRequest, chosen: Selection | None = None) -> list[Point]:
     return chosen.points(request.config_keys, evals=request.evals, conc=request.conc)
 
 
-def make_renderer(recipes_path: str | None, workspace: Workspace | None = None) -> Render:
+def make_renderer(recipes_path: str | None, workspace: Workspace | None = None,
+                  runtimes: dict[str, str] | None = None) -> Render:
     """``point -> Launch`` on the placeholder port (fingerprints leave the port out)."""
     from infx.sweep.rendering import renderer_at_port
 
-    at_port = renderer_at_port(recipes_path, workspace)
+    at_port = renderer_at_port(recipes_path, workspace, runtimes)
     return lambda point: at_port(point, 8000)
 
 
@@ -261,7 +262,8 @@ def _preflight(points: list[Point], request: RunRequest, launches: dict[str, Lau
     # the same checks as `infx preflight`: evals coverage, placeholders in catalog entries, recipes, changelog
     placeholders = PlaceholderScan.build(request.config_files, recipe_files, changelog)
     verdicts = preflight_points(points, runners=runners, launches=launches, cards=load_cards(ws.card_dirs()),
-                                options=PreflightOptions(evals=request.evals), placeholders=placeholders,
+                                options=PreflightOptions(evals=request.evals, local_gpu_check=True),
+                                placeholders=placeholders,
                                 config_keys=_config_keys_of(request, chosen, {p.point_id for p in points}),
                                 recipe_files={Path(f).stem: f for f in recipe_files})
     return {v.point_id: v for v in verdicts}
@@ -315,7 +317,7 @@ def prepare(request: RunRequest, *, points: list[Point] | None = None,
     dupes = [pid for pid, n in Counter(p.point_id for p in pts).items() if n > 1]
     if dupes:
         raise InfxError(Diagnostic(f"duplicate point ids in the selection: {', '.join(sorted(set(dupes))[:5])}"))
-    render = render or make_renderer(request.recipes, workspace_of(request))
+    render = render or make_renderer(request.recipes, workspace_of(request), runners.runtimes() if runners else None)
     ok, rejects = gate(pts, request, render, chosen, runners)
     launches = {p.point_id: launch for p, launch in ok}
     groups = group_points([p for p, _ in ok], lambda p: launches[p.point_id])

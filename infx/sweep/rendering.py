@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from infx.engines.disagg.model import Deployment
-from infx.engines.launch import Launch
+from infx.engines.launch import Launch, Runtime
 from infx.matrix.point import Point
 from infx.workspace import Workspace
 
@@ -21,9 +21,11 @@ class RenderAtPort(Protocol):
         ...
 
 
-def renderer_at_port(recipes_path: str | None, workspace: Workspace | None = None) -> RenderAtPort:
+def renderer_at_port(recipes_path: str | None, workspace: Workspace | None = None,
+                     runtimes: Mapping[str, str] | None = None) -> RenderAtPort:
     """``(point, port) -> Launch`` from the recipes (engines stage): ``recipes_path`` when given, else
-    the workspace's recipes over the built-in ones."""
+    the workspace's recipes over the built-in ones. ``runtimes``: runner label -> the runtime its fleet
+    declares in runners.yaml (docker, podman, slurm); a runner without one renders ``local``."""
     from infx.engines.recipes import workspace_recipes
     from infx.engines.render import render_launch
 
@@ -35,9 +37,18 @@ def renderer_at_port(recipes_path: str | None, workspace: Workspace | None = Non
             from infx.engines.disagg.render import render_deployment
 
             return render_deployment(point, recipes, port=port, ports=ports, kv_dir=kv_dir)
-        return render_launch(point, recipes, port=port)
+        return render_launch(point, recipes, port=port, runtime=runtime_of(point, runtimes))
 
     return render
+
+
+def runtime_of(point: Point, runtimes: Mapping[str, str] | None) -> Runtime:
+    """The runtime the point's runner declares (its label, else its fleet ``cluster:<label>``), else local."""
+    found = (runtimes or {}).get(point.runner) or (runtimes or {}).get(f"cluster:{point.runner}") or ""
+    return _RUNTIMES.get(found, "local")
+
+
+_RUNTIMES: dict[str, Runtime] = {"docker": "docker", "podman": "podman", "slurm": "slurm"}
 
 
 def replay_renderer(payload_file: str) -> RenderAtPort:
