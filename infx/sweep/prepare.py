@@ -358,12 +358,20 @@ def write_plan(prep: Prepared) -> RunPlan:
 def planned_groups(prep: Prepared) -> list[PlannedGroup]:
     """The prepared groups as ``plan.json`` and Slurm see them: nodes and GPUs per node of each."""
     gpn = prep.gpus_per_node
-    return [_planned_group(g, gpn) for g in prep.groups]
+    fleet_nodes = ({name: hw.nodes for name, hw in prep.runners.hardware.items() if hw.nodes}
+                   if prep.runners is not None else {})
+    return [_planned_group(g, gpn, fleet_nodes) for g in prep.groups]
 
 
-def _planned_group(g: LaunchGroup, gpus_per_node: dict[str, int]) -> PlannedGroup:
-    """A deployment across nodes asks Slurm for every node its pools take and the GPUs of one node each."""
+def _planned_group(g: LaunchGroup, gpus_per_node: dict[str, int], fleet_nodes: dict[str, int]) -> PlannedGroup:
+    """A deployment across nodes asks Slurm for every node its pools take and the GPUs of one node each; a CPU
+    deployment on a fleet that declares several nodes asks for a node per worker pool."""
     point = g.points[0]
+    if point.multinode and g.gpus == 0 and fleet_nodes.get(point.runner, 1) > 1:
+        assert point.prefill is not None and point.decode is not None
+        pools = sum(1 for w in (point.prefill, point.decode) if w.num_worker > 0)
+        return PlannedGroup(fingerprint=g.fingerprint, point_ids=g.point_ids,
+                            nodes=min(pools, fleet_nodes[point.runner]))
     if point.multinode and g.gpus > 0:
         from infx.sweep.deployment import allocation
 
