@@ -21,8 +21,9 @@ sys.path.insert(0, str(REPO))
 
 # after sys.path points at this checkout
 from infx.matrix.point import Point  # noqa: E402
-from infx.sweep.driver import RunRequest, prepare, run_local  # noqa: E402
+from infx.sweep.execute import Wiring, run_sweep  # noqa: E402
 from infx.sweep.local import LocalMeasurer, LocalStarter  # noqa: E402
+from infx.sweep.prepare import RunRequest, prepare  # noqa: E402
 from infx.sweep.profile import LoadProfile  # noqa: E402
 from infx.sweep.rendering import renderer_at_port  # noqa: E402
 
@@ -49,7 +50,7 @@ def sweep(results: Path, run_id: str, points: list[Point], load: LoadProfile, re
                      results=str(results), run_id=run_id, ready_timeout=600, load=load)
     prep = prepare(req, points=points)
     t0 = time.monotonic()
-    summary = run_local(prep, LocalStarter(renderer_at_port(None)), LocalMeasurer(load),
+    summary = run_sweep(prep, Wiring(LocalStarter(renderer_at_port(None)), LocalMeasurer(load)),
                         relaunch_per_point=relaunch)
     wall = time.monotonic() - t0
     return {"wall_s": wall, "startup_s": summary.startup_seconds, "launches": summary.launches,

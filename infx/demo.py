@@ -17,7 +17,7 @@ import typer
 from infx.diagnostics import exit_on_error
 
 if TYPE_CHECKING:
-    from infx.sweep.driver import RunRequest
+    from infx.sweep.prepare import RunRequest
 
 DEMO_KEY = "tinyllama-bf16-cpu-vllm"
 DEMO_RUN_ID = "demo"
@@ -46,7 +46,7 @@ DEMO_TRIALS = 2
 
 def demo_request(results: Path, ready_timeout: float = 600.0,
                  prompts_per_conc: int = DEMO_PROMPTS_PER_CONC) -> RunRequest:
-    from infx.sweep.driver import RunRequest
+    from infx.sweep.prepare import RunRequest
     from infx.sweep.profile import LoadProfile
 
     files, runners = demo_catalog()
@@ -103,8 +103,8 @@ def demo_cmd(
 
     from infx.engines.tiny_model import default_model_dir, ensure_tiny_model
     from infx.outpaths import check_output_dir
-    from infx.sweep.driver import prepare
-    from infx.sweep.execution import run_prepared_locally
+    from infx.sweep.execute import run_locally
+    from infx.sweep.prepare import prepare
     from infx.workspace import current
 
     results = results or current().results_dir
@@ -115,7 +115,7 @@ def demo_cmd(
     run_dir = results / DEMO_RUN_ID
     if fresh and run_dir.exists():
         shutil.rmtree(run_dir)
-    code = run_prepared_locally(prepare(req))
+    code = run_locally(prepare(req))
     if report:
         out: Path | None = None
         try:

@@ -1,6 +1,6 @@
 """Output paths checked before work starts: ``--out``, ``-o`` and ``--results`` that point at a file
 where a directory belongs (or the reverse), or at a place that cannot be written, fail up front with
-one line naming the path, so a measurement is never made and then lost at the write (issue 26)."""
+one line naming the path, so a measurement is never made and then lost at the write."""
 
 from __future__ import annotations
 

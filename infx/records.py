@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from infx import atomic
+from infx.pointfiles import RECORDS_FILE as RECORDS_FILE
 
 Endpoint = Literal["completions", "chat"]
 
@@ -182,7 +183,6 @@ class RequestRecord(_Model):
         )
 
 
-RECORDS_FILE = "records.jsonl.gz"
 
 
 def write_records(path: str | Path, records: Iterable[RequestRecord]) -> None:

@@ -28,11 +28,10 @@ from infx.engine_metrics import EngineStateSample, scrape_once
 from infx.metrics.result import BenchResult, Check, Metrics
 from infx.metrics.run_config import AgenticRunConfig, ReplaySettings
 from infx.metrics.sections import AgenticFigures, Clock, Dist, ResultExtra, ServerPrefixCache
+from infx.pointfiles import RECORDS_FILE, RESULT_FILE
 from infx.records import RequestRecord, write_records
 
 SESSIONS_FILE = "sessions.jsonl.gz"
-RESULT_FILE = "result.json"
-RECORDS_FILE = "records.jsonl.gz"
 
 def scrape_prefix_cache(metrics_url: str, timeout_s: float = 10.0) -> tuple[float, float] | None:
     """(hits, queries) prefix-cache token counters from the engine's ``/metrics`` page, None when the

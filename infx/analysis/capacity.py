@@ -1,4 +1,4 @@
-"""Capacity at an SLO tier per arm (issue 21): the searches ``infx run --search max-concurrency``
+"""Capacity at an SLO tier per arm: the searches ``infx run --search max-concurrency``
 wrote to ``RUN/search/<launch>.json``, as lines for ``infx compare`` and the report."""
 
 from __future__ import annotations

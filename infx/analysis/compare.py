@@ -1,6 +1,6 @@
 """Comparisons read off step frontiers: arm A vs arm B at the same interactivity.
 
-The verdicts are noise-aware (issue 21, ``docs/metrics.md``): at each interactivity target both
+The verdicts are noise-aware (``docs/metrics.md``): at each interactivity target both
 arms' throughput is interpolated linearly between the frontier points around it, with its standard
 error, and the ratio A/B gets a 95 % interval (log scale, Welch). The verdict is "A better by x%"
 (the interval beyond +m, and still so when interactivity shifts by +-m), "B better", "equivalent

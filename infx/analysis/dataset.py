@@ -97,7 +97,7 @@ class Measured:
     # The load generator's ``streaming`` check warned: responses arrived in one burst (buffered by the server,
     # or a starved client), so TPOT and interactivity are not real; they are left out (None) of frontiers
     buffered_stream: bool = False
-    # disaggregated deployments (issue 15): GPUs per role; per-GPU figures are normalised per role
+    # disaggregated deployments: GPUs per role; per-GPU figures are normalised per role
     prefill_gpus: int | None = None
     decode_gpus: int | None = None
 
@@ -106,7 +106,7 @@ class Measured:
         return is_disagg(self.prefill_gpus, self.decode_gpus)
     # telemetry: InferenceX's joules_per_output_token (GPU energy); None unless the point's power was valid
     joules_per_output_token: float | None = None
-    # issue 21: trials behind the figures and result.json ``stats`` (mean + 95 % interval per figure), as JSON
+    # trials behind the figures and result.json ``stats`` (mean + 95 % interval per figure), as JSON
     trials: int = 1
     # the packed intervals (infx.metrics.cipack): method, df, bounds of output/total tok/s and
     # interactivity median/P90
@@ -189,8 +189,8 @@ class Measured:
     def estimate(self, key: str) -> Estimate | None:
         """The interval of one headline figure (``output_tok_per_s``, ``total_tok_per_s``,
         ``interactivity_median``, ``interactivity_p90``, ``joules_per_output_token`` and its inverse
-        ``output_tok_per_j``), if the result carried one (results from
-        before issue 21 did not)."""
+        ``output_tok_per_j``), if the result carried one (results
+        from before trials were recorded did not)."""
         if key == "output_tok_per_j":  # energy's y axis: the interval of J/token, inverted
             e = self.estimate("joules_per_output_token")
             if e is None or not e.mean or e.lo <= 0:

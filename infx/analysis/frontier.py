@@ -85,7 +85,7 @@ class StepFrontier:
     lo: float
     hi: float
     members: np.ndarray  # indices into the input of the frontier points (ties included)
-    # issue 21: per frontier point, the relative standard error of y (NaN: no interval), its
+    # per frontier point, the relative standard error of y (NaN: no interval), its
     # degrees of freedom (inf: normal / within-run) and the trials behind it
     rel_se: np.ndarray | None = None
     df: np.ndarray | None = None

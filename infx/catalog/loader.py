@@ -179,7 +179,7 @@ def load_catalog_and_runners(config_files: Sequence[str | Path],
         runners = load_runners(runner_config)
     except InfxError as exc:
         diags.extend(exc.diagnostics)
-    if catalog is not None and runners is not None:  # deployments that cannot fit their runner (issue 15)
+    if catalog is not None and runners is not None:  # deployments that cannot fit their runner
         from infx.catalog.topology import capacity_problems
 
         diags.extend(capacity_problems(catalog, runners))

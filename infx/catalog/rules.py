@@ -56,7 +56,7 @@ def entry_problems(entry: MasterEntry) -> list[Problem]:
     for path, ss in entries:
         if getattr(ss, "kv_p2p_transfer", None) is not None and not entry.multinode:
             out.append((path + ("kv-p2p-transfer",), "a search-space 'kv-p2p-transfer' requires multinode=true"))
-    for path, ss in entries:  # issue 15: a deployment needs a worker pool that serves
+    for path, ss in entries:  # a deployment needs a worker pool that serves
         pre, dec = getattr(ss, "prefill", None), getattr(ss, "decode", None)
         if pre is not None and dec is not None and pre.num_worker == 0 and dec.num_worker == 0:
             out.append((path + ("decode", "num-worker"), "decode workers = 0 and prefill workers = 0: the deployment "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
@@ -21,6 +21,9 @@ class HardwareFacts(BaseModel):
     # are GitHub runners / login nodes that submit Slurm jobs, not compute nodes, so they are never
     # counted). Absent: the deployment-size check says capacity is unknown.
     nodes: Annotated[StrictInt, Field(gt=0)] | None = None
+    # infx extension: how a launch on this fleet runs (infx.engines.runtimes): on this machine (local), in the
+    # image under docker or podman, or as a Slurm step in the image (Pyxis). Absent: local.
+    runtime: Literal["local", "docker", "podman", "slurm"] | None = None
 
 
 class RunnerConfig(BaseModel):
@@ -31,6 +34,10 @@ class RunnerConfig(BaseModel):
 
     def nodes(self, label: str) -> list[str]:
         return list(self.labels.get(label, ()))
+
+    def runtimes(self) -> dict[str, str]:
+        """Runner label -> the runtime its fleet declares (labels without one run local)."""
+        return {name: hw.runtime for name, hw in self.hardware.items() if hw.runtime is not None}
 
 
 def load_runners(path: str | Path) -> RunnerConfig:

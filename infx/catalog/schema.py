@@ -237,7 +237,7 @@ class AgenticCodingSearchSpaceEntry(_Parallelism):
 
 
 def _check_slo(v: dict[str, dict[str, float]] | None) -> dict[str, dict[str, float]] | None:
-    """Every tier has at least one known ``<metric>_<stat>_ms`` ceiling > 0 (issue 21)."""
+    """Every tier has at least one known ``<metric>_<stat>_ms`` ceiling > 0."""
     from infx.catalog.slo import check_tier
 
     if v is None:
@@ -254,7 +254,7 @@ def _check_slo(v: dict[str, dict[str, float]] | None) -> dict[str, dict[str, flo
 
 
 class _ScenarioExtensions(_Model):
-    """infx's extensions to every scenario (issue 21): trials per point (``infx run --trials`` overrides)
+    """infx's extensions to every scenario: trials per point (``infx run --trials`` overrides)
     and SLO tiers, e.g. ``slo: {interactive: {ttft_p95_ms: 500, tpot_p95_ms: 30}}``."""
 
     trials: int | None = Field(None, ge=1, strict=True)

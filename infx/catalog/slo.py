@@ -1,4 +1,4 @@
-"""SLO tier keys (issue 21): ``<metric>_<stat>_ms`` ceilings, validated where the catalog declares
+"""SLO tier keys: ``<metric>_<stat>_ms`` ceilings, validated where the catalog declares
 them (``slo:`` on a scenario) and where the metrics evaluate them (:mod:`infx.metrics.slo`)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Deployment topologies checked against the runner fleet (issue 15), reported at the entry's FILE:LINE.
+"""Deployment topologies checked against the runner fleet, reported at the entry's FILE:LINE.
 
 A worker of a multinode row (``tp x pp x pcp`` GPUs) on a single-node runner (the local CPU runner) must fit
 that node's ``gpus-per-node``; a larger worker can never start. A fleet is judged only when runners.yaml gives

@@ -9,8 +9,11 @@ an owned flag only with the same value; a different value is a contradiction (dr
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from pydantic import BaseModel
 
 from infx.matrix.point import Point
 
@@ -87,6 +90,9 @@ class EngineAdapter:
     aliases: ClassVar[dict[str, str]] = {}
     #: engines whose extra options live in a file (TRT-LLM) set this to the file name
     options_file: ClassVar[str | None] = None
+    #: the flags (canonical names) that carry the served context and the tensor-parallel size
+    context_flag: ClassVar[str] = "max-model-len"
+    tp_flag: ClassVar[str] = "tensor-parallel-size"
 
     # -- flag names ------------------------------------------------------------------------------
     def canonical(self, key: str) -> str:
@@ -118,6 +124,53 @@ class EngineAdapter:
         for name, value in flags.items():
             out.extend(render_flag(self.flag(name), value))
         return out
+
+
+    # -- reading back ----------------------------------------------------------------------------
+    def settings(self, argv: Sequence[str], env: Mapping[str, str], files: Mapping[str, str]) -> LaunchSettings:
+        """What :meth:`argv` (and the options file) rendered, read back: every ``--flag`` after the
+        entrypoint under its canonical name (a bare flag ``True``, a JSON object parsed, several values a
+        list, one value its text), the options file parsed, the environment as given."""
+        flags: dict[str, Any] = {}
+        name: str | None = None
+        for tok in argv:
+            if tok.startswith("--") and "=" in tok:  # --flag=value, as a recipe's entrypoint may spell it
+                key, _, text = tok.partition("=")
+                name = None
+                flags[self.canonical(key)] = text
+            elif tok.startswith("--"):
+                name = self.canonical(tok)
+                flags[name] = True
+            elif name is not None:
+                prev = flags[name]
+                value: Any = json.loads(tok) if tok[:1] == "{" else tok
+                flags[name] = value if prev is True else [*(prev if isinstance(prev, list) else [prev]), value]
+        options: dict[str, Any] = {}
+        if self.options_file:  # the flag naming the options file is the adapter's own, not a setting
+            flags = {k: v for k, v in flags.items() if v != self.options_file}
+        options_text = files.get(self.options_file) if self.options_file else None
+        if options_text:
+            import yaml
+
+            loaded = yaml.safe_load(options_text)
+            options = loaded if isinstance(loaded, dict) else {}
+        return LaunchSettings(engine=self.name, flags=flags, options=options, env=dict(env),
+                              max_model_len=_count(flags.get(self.context_flag)), tp=_count(flags.get(self.tp_flag)))
+
+
+class LaunchSettings(BaseModel):
+    """A rendered launch read back by its adapter (:meth:`EngineAdapter.settings`)."""
+
+    engine: str
+    flags: dict[str, Any]  # canonical flag name -> True | text | parsed JSON object | list of those
+    options: dict[str, Any]  # the engine's options file (TRT-LLM), parsed
+    env: dict[str, str]
+    max_model_len: int | None  # the context the launch serves, when its argv says
+    tp: int | None  # tensor-parallel size, when its argv says
+
+
+def _count(value: Any) -> int | None:
+    return int(value) if isinstance(value, str) and value.isdigit() else None
 
 
 def format_scalar(value: Any) -> str:

@@ -64,7 +64,8 @@ def main(args: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"infx portstep: error: {exc}", file=sys.stderr)
         return 2
-    write_text(ns.record, json.dumps({"host": socket.gethostname(), "ports": picked, "pid": os.getpid()}) + "\n")
+    write_text(ns.record, json.dumps({"host": socket.gethostname(), "node": os.environ.get("SLURMD_NODENAME"),
+                                      "ports": picked, "pid": os.getpid()}) + "\n")
     print(f"[infx] step on {socket.gethostname()} picked " + ", ".join(f"{k}={v}" for k, v in picked.items()),
           flush=True)
     os.execvp(argv[0], argv)

@@ -19,11 +19,11 @@ from typing import Any
 import yaml
 
 from infx.diagnostics import Diagnostic, InfxError, PathElem
-from infx.engines.adapter import ABSENT, EngineAdapter, Topology, UnsupportedTopology, format_scalar
+from infx.engines.adapter import ABSENT, EngineAdapter, Owned, Topology, UnsupportedTopology, format_scalar
 from infx.engines.expr import Expr, ExprError
-from infx.engines.hardware import UnknownHardware, hardware_for_runner
+from infx.engines.hardware import Hardware, UnknownHardware, hardware_for_runner
 from infx.engines.launch import PORT_PLACEHOLDER, Launch, Runtime, fingerprint
-from infx.engines.recipes import EXPR_NAMES, LoadedRecipe, RecipeSet, Rule, is_expr, unescape
+from infx.engines.recipes import EXPR_NAMES, LoadedRecipe, Recipe, RecipeSet, Rule, is_expr, unescape
 from infx.engines.runtimes import RuntimeOptions, host_for, model_path_in, resolve_entrypoint, wrap
 from infx.engines.sglang import SglangAdapter
 from infx.engines.trt import TrtAdapter
@@ -152,16 +152,9 @@ def render_launch(
         hw = hardware_for_runner(point.runner)
     except UnknownHardware as exc:
         raise InfxError(f"point {point.point_id}: {exc}") from None
-    scripts = getattr(recipes, "scripts", None)
-    if scripts is not None and not recipes.candidates(point, hw.sku):
-        lookup = scripts.lookup(point)
-        if lookup is not None and lookup.path is not None:
-            from infx.engines.scripts.launch import script_launch
-
-            return script_launch(point, scripts, lookup, hw, port=port, runtime=runtime, options=options)
-        if lookup is not None:
-            raise InfxError(f"no recipe matches point {point.point_id} and it has no bench script "
-                            f"(tried {', '.join(lookup.tried)} under {scripts.root})")
+    scripted = _scripted(point, recipes, hw, port, runtime, options)
+    if scripted is not None:
+        return scripted
     loaded = recipes.match(point, hw.sku)
     recipe = loaded.recipe
     adapter = ADAPTERS[recipe.engine]
@@ -176,48 +169,12 @@ def render_launch(
     r = _Renderer(point, loaded, recipe.spec_tokens or 0)
 
     # 1. layers
-    layers: list[tuple[tuple[PathElem, ...], Any]] = [(("base",), recipe.base)]
-    if hw.vendor in recipe.vendor:
-        layers.append((("vendor", hw.vendor), recipe.vendor[hw.vendor]))
-    if hw.sku in recipe.hardware:
-        layers.append((("hardware", hw.sku), recipe.hardware[hw.sku]))
-    for i, rule in enumerate(recipe.rules):
-        if r.rule_applies(rule, ("rules", i)):
-            layers.append((("rules", i), rule))
-    args: dict[str, Any] = {}
-    env_raw: dict[str, Any] = {}
-    opts: dict[str, Any] = {}
-    a_orig: dict[str, tuple[PathElem, ...]] = {}
-    e_orig: dict[str, tuple[PathElem, ...]] = {}
-    o_orig: dict[str, tuple[PathElem, ...]] = {}
-    for path, layer in layers:
-        _merge(args, a_orig, layer.args, path + ("args",), adapter.canonical)
-        _merge(env_raw, e_orig, layer.env, path + ("env",))
-        _merge(opts, o_orig, layer.options, path + ("options",))
-    if opts and adapter.options_file is None:
-        r.diag(o_orig[next(iter(opts))], f"engine {adapter.name} takes no 'options' file; use 'args'")
-    args = {k: r.value(v, a_orig[k]) for k, v in args.items()}
-    env = {k: format_scalar(r.value(v, e_orig[k])) for k, v in env_raw.items()}
-    opts = {k: r.value(v, o_orig[k]) for k, v in opts.items()}
-    args = {k: v for k, v in args.items() if v is not None and v is not False}
+    args, env, opts, a_orig, o_orig = _merged_layers(r, recipe, hw, adapter)
 
     # 2. model and serving flags
     src = recipe.model_source
-    local_dir: str | None = None
     consumed: set[str] = set(r.used) | {"runner", "image", "model-prefix", "framework"}
-    if src.local is not None:
-        base = Path(base_dir) if base_dir else _repo_root()
-        local_dir = str(Path(model_dir).resolve() if model_dir else (base / src.local).resolve())
-        model_path = model_path_in(runtime, local_dir)
-    else:
-        model_path = point.model if src.hub == "point" else str(src.hub)
-        consumed.add("model")
-    served = recipe.served_model_name or point.model
-    if recipe.served_model_name is None:
-        consumed.add("model")
-    m = recipe.match
-    if m.precision != "*":
-        consumed.add("precision")
+    model_path, served, local_dir = _model_flags(point, recipe, runtime, base_dir, model_dir, consumed)
 
     # 3. owned topology flags and contradictions
     try:
@@ -227,54 +184,13 @@ def render_launch(
     consumed |= owned.consumed
     host = host_for(runtime)
     serve = adapter.serve_flags(model_path, served, host, PORT_PLACEHOLDER)
-    final: dict[str, Any] = {}
-    for k, v in serve.items():
-        if k in args:
-            r.diag(a_orig[k], f"recipe {name} sets --{k}, which infx renders itself (model, served name, host, port)")
-            args.pop(k)
-        final[k] = v
-    for k, v in owned.flags.items():
-        rv = args.pop(k, None)
-        has = f"but point {point.point_id} has {owned.sources.get(k, '')}"
-        if v is ABSENT:
-            if rv is not None:
-                r.diag(a_orig[k], f"recipe {name} sets --{k} {format_scalar(rv)} {has}")
-            continue
-        if rv is not None:
-            if isinstance(v, dict) and isinstance(rv, dict):
-                for kk in set(v) & set(rv):
-                    if not _same(v[kk], rv[kk]):
-                        r.diag(a_orig[k] + (kk,), f"recipe {name} sets --{k} {kk}={format_scalar(rv[kk])} {has} "
-                                                  f"({kk}={format_scalar(v[kk])})")
-                v = {**v, **{kk: vv for kk, vv in rv.items() if kk not in v}}
-            elif not _same(v, rv):
-                r.diag(a_orig[k], f"recipe {name} sets --{k} {format_scalar(rv)} {has}")
-        final[k] = v
-    final.update(args)
-    for k, v in owned.options.items():
-        rv = opts.get(k)
-        if v is ABSENT:
-            if rv is not None:
-                r.diag(o_orig[k], f"recipe {name} sets option {k} but point {point.point_id} does not use it")
-                opts.pop(k)
-            continue
-        if rv is not None and not isinstance(v, dict) and not _same(v, rv):
-            r.diag(o_orig[k], f"recipe {name} sets option {k}: {format_scalar(rv)} "
-                              f"but point {point.point_id} needs {format_scalar(v)}")
-        if isinstance(v, dict) and isinstance(rv, dict):
-            merged = copy.deepcopy(rv)
-            _deep(merged, v)
-            v = merged
-        opts[k] = v
+    final = _final_flags(r, name, point, owned, serve, args, a_orig)
+    _merge_owned_options(r, name, point, owned, opts, o_orig)
     env = {**env, **owned.env}
 
     # 4. drift: every point field is consumed, ignored, or benchmark-side
     ignored = set(recipe.ignore)
-    for fld in point.to_row():
-        if fld not in consumed and fld not in ignored and fld not in BENCH_FIELDS:
-            r.diag(("ignore",), f"field {fld} of point {point.point_id} is not used by recipe {name}")
-    if r.diags:
-        raise InfxError(r.diags)
+    _check_drift(r, point, consumed, ignored, name)
 
     # 5. argv, runtime, fingerprint
     entry = resolve_entrypoint(recipe.entrypoint or adapter.default_entrypoint, runtime)
@@ -310,6 +226,136 @@ def render_launch(
         consumed=sorted(consumed & set(point.to_row())),
         ignored=sorted(ignored),
     )
+
+
+def _scripted(point: Point, recipes: RecipeSet, hw: Hardware, port: int, runtime: Runtime,
+              options: RuntimeOptions) -> Launch | None:
+    """A point no recipe matches, launched by the workspace's bench script for it; None: a recipe renders it."""
+    scripts = recipes.scripts
+    if scripts is None or recipes.candidates(point, hw.sku):
+        return None
+    lookup = scripts.lookup(point)
+    if lookup is not None and lookup.path is not None:
+        from infx.engines.scripts.launch import script_launch
+
+        return script_launch(point, scripts, lookup, hw, port=port, runtime=runtime, options=options)
+    if lookup is not None:
+        raise InfxError(f"no recipe matches point {point.point_id} and it has no bench script "
+                        f"(tried {', '.join(lookup.tried)} under {scripts.root})")
+    return None
+
+
+def _model_flags(point: Point, recipe: Recipe, runtime: Runtime, base_dir: str | Path | None,
+                 model_dir: str | Path | None, consumed: set[str]) -> tuple[str, str, str | None]:
+    """(model path as the engine sees it, served model name, local model directory); ``consumed`` gains the
+    point fields they use."""
+    src = recipe.model_source
+    local_dir: str | None = None
+    if src.local is not None:
+        base = Path(base_dir) if base_dir else _repo_root()
+        local_dir = str(Path(model_dir).resolve() if model_dir else (base / src.local).resolve())
+        model_path = model_path_in(runtime, local_dir)
+    else:
+        model_path = point.model if src.hub == "point" else str(src.hub)
+        consumed.add("model")
+    served = recipe.served_model_name or point.model
+    if recipe.served_model_name is None:
+        consumed.add("model")
+    if recipe.match.precision != "*":
+        consumed.add("precision")
+    return model_path, served, local_dir
+
+
+def _check_drift(r: _Renderer, point: Point, consumed: set[str], ignored: set[str], name: str) -> None:
+    """Every point field is consumed, ignored, or benchmark-side; raises every problem found so far."""
+    for fld in point.to_row():
+        if fld not in consumed and fld not in ignored and fld not in BENCH_FIELDS:
+            r.diag(("ignore",), f"field {fld} of point {point.point_id} is not used by recipe {name}")
+    if r.diags:
+        raise InfxError(r.diags)
+
+
+def _merged_layers(r: _Renderer, recipe: Recipe, hw: Hardware, adapter: EngineAdapter,
+                   ) -> tuple[dict[str, Any], dict[str, str], dict[str, Any], dict[str, tuple[PathElem, ...]],
+                              dict[str, tuple[PathElem, ...]]]:
+    """The recipe's layers that apply (base, vendor, hardware, matching rules) merged in order, values resolved:
+    (args, env, options, and where each arg and option was set)."""
+    layers: list[tuple[tuple[PathElem, ...], Any]] = [(("base",), recipe.base)]
+    if hw.vendor in recipe.vendor:
+        layers.append((("vendor", hw.vendor), recipe.vendor[hw.vendor]))
+    if hw.sku in recipe.hardware:
+        layers.append((("hardware", hw.sku), recipe.hardware[hw.sku]))
+    for i, rule in enumerate(recipe.rules):
+        if r.rule_applies(rule, ("rules", i)):
+            layers.append((("rules", i), rule))
+    args: dict[str, Any] = {}
+    env_raw: dict[str, Any] = {}
+    opts: dict[str, Any] = {}
+    a_orig: dict[str, tuple[PathElem, ...]] = {}
+    e_orig: dict[str, tuple[PathElem, ...]] = {}
+    o_orig: dict[str, tuple[PathElem, ...]] = {}
+    for path, layer in layers:
+        _merge(args, a_orig, layer.args, path + ("args",), adapter.canonical)
+        _merge(env_raw, e_orig, layer.env, path + ("env",))
+        _merge(opts, o_orig, layer.options, path + ("options",))
+    if opts and adapter.options_file is None:
+        r.diag(o_orig[next(iter(opts))], f"engine {adapter.name} takes no 'options' file; use 'args'")
+    args = {k: r.value(v, a_orig[k]) for k, v in args.items()}
+    env = {k: format_scalar(r.value(v, e_orig[k])) for k, v in env_raw.items()}
+    opts = {k: r.value(v, o_orig[k]) for k, v in opts.items()}
+    args = {k: v for k, v in args.items() if v is not None and v is not False}
+    return args, env, opts, a_orig, o_orig
+
+
+def _final_flags(r: _Renderer, name: str, point: Point, owned: Owned, serve: dict[str, Any], args: dict[str, Any],
+                 a_orig: dict[str, tuple[PathElem, ...]]) -> dict[str, Any]:
+    """The serving flags, then the topology flags infx owns (a recipe that sets one otherwise is a problem), then
+    the recipe's own args."""
+    final: dict[str, Any] = {}
+    for k, v in serve.items():
+        if k in args:
+            r.diag(a_orig[k], f"recipe {name} sets --{k}, which infx renders itself (model, served name, host, port)")
+            args.pop(k)
+        final[k] = v
+    for k, v in owned.flags.items():
+        rv = args.pop(k, None)
+        has = f"but point {point.point_id} has {owned.sources.get(k, '')}"
+        if v is ABSENT:
+            if rv is not None:
+                r.diag(a_orig[k], f"recipe {name} sets --{k} {format_scalar(rv)} {has}")
+            continue
+        if rv is not None:
+            if isinstance(v, dict) and isinstance(rv, dict):
+                for kk in set(v) & set(rv):
+                    if not _same(v[kk], rv[kk]):
+                        r.diag(a_orig[k] + (kk,), f"recipe {name} sets --{k} {kk}={format_scalar(rv[kk])} {has} "
+                                                  f"({kk}={format_scalar(v[kk])})")
+                v = {**v, **{kk: vv for kk, vv in rv.items() if kk not in v}}
+            elif not _same(v, rv):
+                r.diag(a_orig[k], f"recipe {name} sets --{k} {format_scalar(rv)} {has}")
+        final[k] = v
+    final.update(args)
+    return final
+
+
+def _merge_owned_options(r: _Renderer, name: str, point: Point, owned: Owned, opts: dict[str, Any],
+                         o_orig: dict[str, tuple[PathElem, ...]]) -> None:
+    """The engine options infx owns, merged into the recipe's (a contradiction is a problem)."""
+    for k, v in owned.options.items():
+        rv = opts.get(k)
+        if v is ABSENT:
+            if rv is not None:
+                r.diag(o_orig[k], f"recipe {name} sets option {k} but point {point.point_id} does not use it")
+                opts.pop(k)
+            continue
+        if rv is not None and not isinstance(v, dict) and not _same(v, rv):
+            r.diag(o_orig[k], f"recipe {name} sets option {k}: {format_scalar(rv)} "
+                              f"but point {point.point_id} needs {format_scalar(v)}")
+        if isinstance(v, dict) and isinstance(rv, dict):
+            merged = copy.deepcopy(rv)
+            _deep(merged, v)
+            v = merged
+        opts[k] = v
 
 
 def prefetch_scripts(points: list[Point] | tuple[Point, ...], recipes: RecipeSet) -> None:

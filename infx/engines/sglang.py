@@ -18,6 +18,8 @@ class SglangAdapter(EngineAdapter):
         "ep": "ep-size",
         "model": "model-path",
     }
+    context_flag: ClassVar[str] = "context-length"
+    tp_flag: ClassVar[str] = "tp-size"
 
     def serve_flags(self, model_path: str, served_name: str, host: str, port: str) -> dict[str, Any]:
         return {"model-path": model_path, "served-model-name": served_name, "host": host, "port": port,

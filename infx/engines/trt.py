@@ -13,6 +13,8 @@ class TrtAdapter(EngineAdapter):
     aliases: ClassVar[dict[str, str]] = {"tp": "tp_size", "pp": "pp_size", "ep": "ep_size"}
     dash_names: ClassVar[bool] = False
     options_file: ClassVar[str | None] = "infx-trt-extra-options.yaml"
+    context_flag: ClassVar[str] = "max_seq_len"
+    tp_flag: ClassVar[str] = "tp_size"
 
     def model_in_entrypoint(self) -> bool:
         return True

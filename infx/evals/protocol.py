@@ -12,9 +12,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-EVAL_FILE = "eval.json"
-SAMPLES_FILE = "eval-samples.jsonl"
-LMEVAL_DIR = "lm-eval"  # lm-eval's own results_*.json / samples_*.jsonl, flattened, + meta_env.json
+from infx.pointfiles import EVAL_FILE as EVAL_FILE
+from infx.pointfiles import EVAL_SAMPLES_FILE
+from infx.pointfiles import EVAL_STATUS_FILE as EVAL_STATUS_FILE
+from infx.pointfiles import LMEVAL_DIR as LMEVAL_DIR
+
+SAMPLES_FILE = EVAL_SAMPLES_FILE
 
 DEFAULT_TASK = "gsm8k"
 CONTEXT_PAD = 256
@@ -171,7 +174,6 @@ class EvalVerdict(_Model):
     failing: list[str] = Field(default_factory=list)  # filters below the threshold
 
 
-EVAL_STATUS_FILE = "eval-status.json"
 EvalState = Literal["pass", "accuracy-fail", "failed"]
 
 

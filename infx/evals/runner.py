@@ -33,6 +33,7 @@ from infx.evals.parse import newest, read_lmeval_samples, read_lmeval_scores
 from infx.evals.protocol import EVAL_FILE, LMEVAL_DIR, SAMPLES_FILE, EvalProtocol, EvalResult, EvalSample
 from infx.evals.tasks import LOCAL_TASKS, write_task_dir
 from infx.failures import Failure
+from infx.pointfiles import LMEVAL_LOG
 
 EVAL_VENV = ".venv-eval"
 LMEVAL_PIN = "lm-eval[api]==0.4.13"
@@ -159,7 +160,7 @@ def run_eval(protocol: EvalProtocol, base_url: str, model: str, out: Path, *,
         cfg = lmeval_config(protocol, base_url, model, work)
         (work / "config.json").write_text(json.dumps(cfg, indent=2))
         script = Path(__file__).with_name("lmeval_main.py")
-        log = out / "lm-eval.log"
+        log = out / LMEVAL_LOG
         with log.open("wb") as fh:
             try:
                 rc = subprocess.run([str(python), str(script), str(work / "config.json")], stdout=fh,

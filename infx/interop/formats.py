@@ -164,7 +164,7 @@ class _AggHead(BaseModel):
         return self
 
     def _figures(self) -> None:
-        """Impossible figures (issue 26): an empty hw, conc or tp of 0 or below or past any fleet, a negative rate."""
+        """Impossible figures: an empty hw, conc or tp of 0 or below or past any fleet, a negative rate."""
         if not self.hw.strip():
             raise ValueError("hw is empty")
         counts = {"conc": self.conc, "isl": self.isl, "osl": self.osl}

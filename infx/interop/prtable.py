@@ -43,7 +43,7 @@ class Row(_Model):
     published: float | None
     delta: float | None  # measured - published, in the shown unit
     delta_pct: float | None  # 100 * delta / published
-    # issue 21: better/worse only when the published value lies outside the measured point's 95 %
+    # better/worse only when the published value lies outside the measured point's 95 %
     # interval across trials; "same": the interval and the delta fit within +-5 % of the published
     # value; "inconclusive": no interval (one trial) or neither holds. The published value's own
     # spread is unknown (InferenceX measures once), so this is the measured side's noise only.

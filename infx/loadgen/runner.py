@@ -37,9 +37,9 @@ from infx.metrics.compute import compute_metrics
 from infx.metrics.result import BenchResult
 from infx.metrics.run_config import Arrival, BenchSettings
 from infx.metrics.sections import ClientCost, Clock, ResultExtra
+from infx.pointfiles import RESULT_FILE
 from infx.records import RECORDS_FILE, Endpoint, RequestRecord, RequestSpec, write_records
 
-RESULT_FILE = "result.json"
 _now = time.monotonic_ns
 
 

@@ -1,6 +1,6 @@
 """Capacity at an SLO tier: the largest concurrency whose point meets the tier, found on one
 running server by doubling from ``start`` until a probe misses, then bisecting the bracket until
-it is within ``tolerance`` (issue 21; GuideLLM's goodput profile and AIPerf's monotonic search).
+it is within ``tolerance`` (GuideLLM's goodput profile and AIPerf's monotonic search).
 
 A probe that the online saturation detector flags (TTFT still rising across the probe) counts as
 a miss. Probes are plain benches (``BenchConfig`` with the probe's concurrency), so each one's

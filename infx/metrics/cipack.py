@@ -1,4 +1,4 @@
-"""The packed interval summary of a result's ``stats`` (issue 21): what the store keeps per result row
+"""The packed interval summary of a result's ``stats``: what the store keeps per result row
 and the analysis reads back, so that verdicts need no ``stats`` JSON.
 
 Layout: method (0 across trials, 1 within-run), df (NaN: normal), then for each of :data:`CI_KEYS`
@@ -31,7 +31,7 @@ _NO_BOUNDS = (math.nan, math.nan)
 
 
 def pack_stats(stats: Mapping[str, Estimate]) -> bytes | None:
-    """:data:`CI_KEYS`' intervals packed (None: no ``stats``, a result from before issue 21). Reads the
+    """:data:`CI_KEYS`' intervals packed (None: no ``stats``, a result from before trials were recorded). Reads the
     estimates' fields straight from ``__dict__``, without pydantic's attribute machinery."""
     if not stats:
         return None

@@ -189,7 +189,7 @@ class BenchResult(_Model):
     versions: dict[str, str] = Field(default_factory=dict)  # infx, server, python...
     point: dict[str, Any] | None = None  # the matrix row (infx.matrix.point.Point.to_row())
     extra: ResultExtra = Field(default_factory=ResultExtra)  # clock, client, telemetry, power, agentic
-    # added (issue 21): with --trials N, ``metrics`` pools every trial's requests (throughput over the
+    # with --trials N, ``metrics`` pools every trial's requests (throughput over the
     # summed trial windows) and ``trials`` keeps each one; ``stats`` holds each headline figure's
     # mean and 95 % interval (across trials, or a within-run bootstrap for a single trial)
     trials: list[Trial] = Field(default_factory=list)

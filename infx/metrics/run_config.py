@@ -45,7 +45,7 @@ class BenchSettings(BaseModel):
     duration_s: float | None = Field(None, gt=0, le=1e8)  # finite: the runner turns it into ns
     warmup_requests: int = Field(0, ge=0, le=100_000_000)
     warmup_s: float = Field(0.0, ge=0, le=1e8)
-    # trials (issue 21): ``trials`` runs of the measured phase (warmup before the first only);
+    # trials: ``trials`` runs of the measured phase (warmup before the first only);
     # ``max_trials`` > trials: adaptive, more trials until the 95 % CI half-width of the output
     # throughput is within ``ci_target`` of its mean
     trials: int = Field(1, ge=1, le=1000)

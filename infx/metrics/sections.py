@@ -205,7 +205,7 @@ class TelemetrySummary(_TelemetryModel):
     cpu: CpuEnergy | None = None
     engine: EngineStateSummary | None = None
     theoretical_prefix_hit_rate: float | None = None  # agentic: the trace's ideal prefix reuse
-    # issue 21: with --trials N, each trial's J/output token over its own window (None: that window's
+    # with --trials N, each trial's J/output token over its own window (None: that window's
     # power was not valid); result.json ``stats`` carries their mean and Student-t interval
     trial_joules_per_output_token: list[float | None] = Field(default_factory=list)
     # speculative decoding: acceptance per role from the engine's counters (empty: no /metrics scraped)

@@ -1,4 +1,4 @@
-"""SLO tiers, goodput against a tier, and the online saturation detector (issue 21; definitions in
+"""SLO tiers, goodput against a tier, and the online saturation detector (definitions in
 ``docs/metrics.md``, "SLO tiers and capacity").
 
 A tier is a set of percentile ceilings, ``{ttft_p95_ms: 500, tpot_p95_ms: 30}``: key

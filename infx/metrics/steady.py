@@ -1,4 +1,4 @@
-"""Steady state of one measured point (issue 21; ``docs/metrics.md``, "Steady state").
+"""Steady state of one measured point (``docs/metrics.md``, "Steady state").
 
 The stationary window is found with MSER-5 (White 1997, as AIPerf's steady-state analyzer): the
 per-request latency series (E2EL in send order) is cut into batches of 5; the warm-up truncation

@@ -168,25 +168,7 @@ def derive_card(model_dir: str | Path, *, prefix: str | None = None, model: str 
     key = prefix or re.sub(r"[^a-z0-9._-]+", "-", root.resolve().name.lower()).strip("-") or "model"
 
     # Attention shape.
-    attention: dict[str, Any] | None
-    kv_layers, kv_how = _kv_layers(cfg, layers)
-    if cfg.get("compress_ratios") or str(cfg.get("model_type", "")).startswith("deepseek_v4"):
-        attention = None
-        notes.append("compressed attention (compress_ratios): its KV bytes per token are not derived; add "
-                     "attention.bytes-per-token by hand")
-    elif cfg.get("kv_lora_rank"):
-        attention = {"kind": "mla", "layers": layers, "kv-lora-rank": int(cfg["kv_lora_rank"]),
-                     "qk-rope-head-dim": int(cfg.get("qk_rope_head_dim") or 0)}
-    else:
-        kv_heads = _first(cfg, "num_key_value_heads", "n_kv_heads", "multi_query_group_num") or heads
-        head_dim = _first(cfg, "head_dim") or hidden // heads
-        attention = {"kind": "gqa" if kv_heads < heads else "mha", "layers": layers, "kv-heads": int(kv_heads),
-                     "head-dim": int(head_dim)}
-    if attention is not None:
-        attention["source"] = f"{cfg_path.name}"
-        if kv_layers is not None:
-            attention["kv-layers"] = kv_layers
-            attention["note"] = kv_how
+    attention = _attention(cfg, layers, hidden, heads, cfg_path, notes)
 
     # Mixture of experts.
     experts = _first(cfg, "n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
@@ -199,25 +181,7 @@ def derive_card(model_dir: str | Path, *, prefix: str | None = None, model: str 
     moe_layers = max(layers - dense_layers - (len(mlp_only) if isinstance(mlp_only, list) else 0), 0)
 
     # Checkpoint bytes: the index's total_size, else the shards' headers.
-    index_path = root / "model.safetensors.index.json"
-    shards = sorted(root.glob("*.safetensors"))
-    total_bytes: int | None = None
-    expert_bytes: int | None = None
-    elements: int | None = None
-    bytes_source = None
-    if index_path.is_file():
-        index = _read_json(index_path)
-        meta = index.get("metadata") if isinstance(index, dict) else None
-        size = meta.get("total_size") if isinstance(meta, dict) else None
-        if not isinstance(size, (int, float)) or size <= 0:
-            raise _err("needs a positive 'metadata.total_size'", index_path, "metadata.total_size")
-        total_bytes, bytes_source = int(size), f"{index_path.name} metadata.total_size"
-        listed = sorted({str(v) for v in (index.get("weight_map") or {}).values()})
-        if listed and all((root / f).is_file() for f in listed):
-            _, expert_bytes, elements = _tensor_stats([root / f for f in listed])
-    elif shards:
-        total_bytes, expert_bytes, elements = _tensor_stats(shards)
-        bytes_source = f"safetensors headers of {len(shards)} file(s)"
+    total_bytes, expert_bytes, elements, bytes_source = _checkpoint_bytes(root)
 
     weights: dict[str, Any]
     if total_bytes is not None:
@@ -233,22 +197,8 @@ def derive_card(model_dir: str | Path, *, prefix: str | None = None, model: str 
                    "note": f"no safetensors index or shards in {root}: parameters counted from config.json "
                            f"(embeddings, attention, MLP/experts), {per:g} B per parameter at {precision}"}
 
-    moe: dict[str, Any] | None = None
-    if isinstance(experts, int) and experts > 1 and isinstance(per_tok, int) and per_tok > 0:
-        if expert_bytes and total_bytes:
-            frac, est = expert_bytes / total_bytes, False
-            how = "routed-expert tensor bytes / checkpoint bytes (safetensors headers)"
-        else:
-            params = _estimate_params(cfg, layers, hidden, heads, experts, moe_inter, moe_layers, dense_layers)
-            exp_params = moe_layers * experts * 3 * hidden * int(moe_inter or 0)
-            frac, est = (exp_params / params if params else 0.0), True
-            how = (f"{moe_layers} MoE layers x {experts} experts x 3 x {hidden} x {moe_inter} parameters / "
-                   f"{params:,} (config.json; assumes experts and the rest share one precision)")
-        frac = min(max(frac, 0.001), 0.999)
-        moe = {"experts": experts, "experts-per-token": per_tok, "shared-experts": int(shared),
-               "expert-fraction": round(frac, 4), "note": how, "source": cfg_path.name}
-        if est:
-            moe["estimate"] = True
+    moe = _moe(cfg, cfg_path, experts, per_tok, shared, moe_inter, layers, hidden, heads, moe_layers, dense_layers,
+               expert_bytes, total_bytes)
 
     spec: dict[str, Any] = {}
     if int(_first(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers") or 0) > 0:
@@ -278,6 +228,82 @@ def derive_card(model_dir: str | Path, *, prefix: str | None = None, model: str 
         return ModelCard.model_validate(data)
     except Exception as exc:  # a config whose values the schema rejects: name it, never a traceback
         raise _err(f"the derived card does not validate: {exc}", cfg_path) from None
+
+
+def _moe(cfg: dict[str, Any], cfg_path: Path, experts: Any, per_tok: Any, shared: Any, moe_inter: Any, layers: int,
+         hidden: int, heads: int, moe_layers: int, dense_layers: int, expert_bytes: int | None,
+         total_bytes: int | None) -> dict[str, Any] | None:
+    """The card's mixture-of-experts section: the routed experts' share of the checkpoint (from the tensors'
+    bytes, else estimated from config.json); None for a dense model."""
+    moe: dict[str, Any] | None = None
+    if isinstance(experts, int) and experts > 1 and isinstance(per_tok, int) and per_tok > 0:
+        if expert_bytes and total_bytes:
+            frac, est = expert_bytes / total_bytes, False
+            how = "routed-expert tensor bytes / checkpoint bytes (safetensors headers)"
+        else:
+            params = _estimate_params(cfg, layers, hidden, heads, experts, moe_inter, moe_layers, dense_layers)
+            exp_params = moe_layers * experts * 3 * hidden * int(moe_inter or 0)
+            frac, est = (exp_params / params if params else 0.0), True
+            how = (f"{moe_layers} MoE layers x {experts} experts x 3 x {hidden} x {moe_inter} parameters / "
+                   f"{params:,} (config.json; assumes experts and the rest share one precision)")
+        frac = min(max(frac, 0.001), 0.999)
+        moe = {"experts": experts, "experts-per-token": per_tok, "shared-experts": int(shared),
+               "expert-fraction": round(frac, 4), "note": how, "source": cfg_path.name}
+        if est:
+            moe["estimate"] = True
+
+    return moe
+
+
+def _attention(cfg: dict[str, Any], layers: int, hidden: int, heads: int, cfg_path: Path,
+               notes: list[str]) -> dict[str, Any] | None:
+    """The card's attention shape (MLA, GQA or MHA) from config.json; None for compressed attention."""
+    attention: dict[str, Any] | None
+    kv_layers, kv_how = _kv_layers(cfg, layers)
+    if cfg.get("compress_ratios") or str(cfg.get("model_type", "")).startswith("deepseek_v4"):
+        attention = None
+        notes.append("compressed attention (compress_ratios): its KV bytes per token are not derived; add "
+                     "attention.bytes-per-token by hand")
+    elif cfg.get("kv_lora_rank"):
+        attention = {"kind": "mla", "layers": layers, "kv-lora-rank": int(cfg["kv_lora_rank"]),
+                     "qk-rope-head-dim": int(cfg.get("qk_rope_head_dim") or 0)}
+    else:
+        kv_heads = _first(cfg, "num_key_value_heads", "n_kv_heads", "multi_query_group_num") or heads
+        head_dim = _first(cfg, "head_dim") or hidden // heads
+        attention = {"kind": "gqa" if kv_heads < heads else "mha", "layers": layers, "kv-heads": int(kv_heads),
+                     "head-dim": int(head_dim)}
+    if attention is not None:
+        attention["source"] = f"{cfg_path.name}"
+        if kv_layers is not None:
+            attention["kv-layers"] = kv_layers
+            attention["note"] = kv_how
+
+    return attention
+
+
+def _checkpoint_bytes(root: Path) -> tuple[int | None, int | None, int | None, str | None]:
+    """(checkpoint bytes, routed-expert bytes, elements, where the bytes were read) of the directory."""
+    index_path = root / "model.safetensors.index.json"
+    shards = sorted(root.glob("*.safetensors"))
+    total_bytes: int | None = None
+    expert_bytes: int | None = None
+    elements: int | None = None
+    bytes_source = None
+    if index_path.is_file():
+        index = _read_json(index_path)
+        meta = index.get("metadata") if isinstance(index, dict) else None
+        size = meta.get("total_size") if isinstance(meta, dict) else None
+        if not isinstance(size, (int, float)) or size <= 0:
+            raise _err("needs a positive 'metadata.total_size'", index_path, "metadata.total_size")
+        total_bytes, bytes_source = int(size), f"{index_path.name} metadata.total_size"
+        listed = sorted({str(v) for v in (index.get("weight_map") or {}).values()})
+        if listed and all((root / f).is_file() for f in listed):
+            _, expert_bytes, elements = _tensor_stats([root / f for f in listed])
+    elif shards:
+        total_bytes, expert_bytes, elements = _tensor_stats(shards)
+        bytes_source = f"safetensors headers of {len(shards)} file(s)"
+
+    return total_bytes, expert_bytes, elements, bytes_source
 
 
 def _estimate_params(cfg: dict[str, Any], layers: int, hidden: int, heads: int, experts: Any, moe_inter: Any,

@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
 from infx.diagnostics import InfxError
+from infx.engines.disagg.model import Deployment
+from infx.engines.servable import Servable
 from infx.matrix.point import Point
 from infx.preflight.cards import CardSet, HardwareCard, load_cards
 from infx.preflight.checks import DEFAULT_FANOUT, PlaceholderScan, concurrency_headroom, eval_coverage, graph_ceiling
@@ -22,22 +24,9 @@ from infx.preflight.memory import NodeFacts, check_memory
 from infx.preflight.units import MIB, gb
 from infx.preflight.verdict import Check, MemoryReport, PointVerdict, worst
 
-
-class LaunchLike(Protocol):
-    """What the gate reads from a :class:`~infx.engines.launch.Launch` or a deployment (read only)."""
-
-    @property
-    def engine(self) -> str: ...
-    @property
-    def image(self) -> str: ...
-    @property
-    def argv(self) -> list[str]: ...
-    @property
-    def env(self) -> dict[str, str]: ...
-    @property
-    def fingerprint(self) -> str: ...
-    @property
-    def recipe(self) -> str: ...
+if TYPE_CHECKING:
+    from infx.catalog.runners import HardwareFacts, RunnerConfig
+    from infx.engines.recipes import RecipeSet
 
 
 @dataclass
@@ -49,28 +38,30 @@ class PreflightOptions:
     registry_mirrors: dict[str, str] = field(default_factory=dict)  # registry host -> base URL
     registry_timeout: float = 10.0
     runtime_overhead_bytes: int | None = None  # override the engine rule's estimate
+    # `infx run`: warn when a GPU row would run `local` on this machine and it has no GPU of that vendor
+    local_gpu_check: bool = False
 
 
-def node_facts(runners: Any, runner: str) -> NodeFacts | None:
+def node_facts(runners: RunnerConfig | None, runner: str) -> NodeFacts | None:
     """Host facts for a runner label: ``hardware[label]``, else the fleet of its nodes
     (``mi355x-amds_03`` -> ``cluster:mi355x-amds``) when all its nodes agree. The node count is the
     fleet's explicit ``nodes`` field, never the number of runner names under the label."""
     if runners is None:
         return None
-    hw = getattr(runners, "hardware", {}) or {}
+    hw = runners.hardware
     facts = hw.get(runner)
     if facts is None and not runner.startswith("cluster:"):
         facts = hw.get(f"cluster:{runner}")  # a fleet named by its cluster label (gb200-nv -> cluster:gb200-nv)
         runner = f"cluster:{runner}" if facts is not None else runner
     if facts is None:
         found: set[tuple[int, int, int | None, str]] = set()  # (DRAM MiB, GPUs/node, nodes, fleet key)
-        for node in (getattr(runners, "labels", {}) or {}).get(runner, []):
+        for node in runners.labels.get(runner, []):
             key = _fleet_key(hw, node)
             f = hw.get(key) if key else None
             if key is None or f is None:
                 found = set()
                 break
-            found.add((f.available_cpu_dram_mib, f.gpus_per_node, getattr(f, "nodes", None), key))
+            found.add((f.available_cpu_dram_mib, f.gpus_per_node, f.nodes, key))
         agree = {x[:2] for x in found}
         if len(agree) == 1:
             mib, gpn = agree.pop()
@@ -78,12 +69,12 @@ def node_facts(runners: Any, runner: str) -> NodeFacts | None:
             nodes, src = (counted.pop() if len(counted) == 1 and len({x[3] for x in found}) == 1 else (None, None))
             return NodeFacts(gpus_per_node=gpn, available_dram_bytes=mib * MIB, nodes=nodes, nodes_source=src)
         return None
-    nodes = getattr(facts, "nodes", None)
+    nodes = facts.nodes
     return NodeFacts(gpus_per_node=facts.gpus_per_node, available_dram_bytes=facts.available_cpu_dram_mib * MIB,
                      nodes=nodes, nodes_source=runner if nodes else None)
 
 
-def _fleet_key(hw: Mapping[str, Any], node: str) -> str | None:
+def _fleet_key(hw: Mapping[str, HardwareFacts], node: str) -> str | None:
     """The hardware key of a runner node's fleet: ``h100-dgxc-slurm_16`` -> ``cluster:h100-dgxc`` (the
     node name less its index, then less trailing ``-word`` parts until a fleet matches)."""
     fleet = re.sub(r"_\d+$", "", node)
@@ -97,11 +88,9 @@ def _fleet_key(hw: Mapping[str, Any], node: str) -> str | None:
     return None
 
 
-def runner_check(runners: Any, point: Point, hw: HardwareCard | None) -> Check:
-    labels = getattr(runners, "labels", None) if runners is not None else None
+def runner_check(runners: RunnerConfig | None, point: Point, hw: HardwareCard | None) -> Check:
     problems = []
-    fleets = getattr(runners, "hardware", {}) or {}
-    if labels is not None and point.runner not in labels and point.runner not in fleets:
+    if runners is not None and point.runner not in runners.labels and point.runner not in runners.hardware:
         problems.append(f"runner label '{point.runner}' is not in runners.yaml")
     if hw is None:
         problems.append(f"no hardware card matches runner '{point.runner}' (cards/hardware/)")
@@ -110,14 +99,30 @@ def runner_check(runners: Any, point: Point, hw: HardwareCard | None) -> Check:
     return Check(name="runner", status="ok", message=f"runner '{point.runner}' -> {hw.name if hw else '?'}")
 
 
-def settings_for(point: Point, launch: LaunchLike, cards: CardSet, hw: HardwareCard | None) -> EngineSettings:
+def runtime_check(point: Point, launch: Servable, hw: HardwareCard | None) -> Check | None:
+    """A GPU row whose launch runs ``local`` (its runner declares no runtime in runners.yaml) on a machine
+    without that vendor's GPU tools: it cannot start here. None when the row runs elsewhere or can run here."""
+    import shutil
+
+    if launch.runtime != "local" or hw is None or hw.kind != "gpu":
+        return None
+    tools = {"nvidia": ("nvidia-smi",), "amd": ("amd-smi", "rocm-smi")}.get(hw.vendor, ())
+    if any(shutil.which(t) for t in tools):
+        return None
+    return Check(name="runtime", status="warn",
+                 message=f"runner '{point.runner}' ({hw.name}) would run `local` on this machine, which has no "
+                         f"{hw.vendor} GPU ({' or '.join(tools)} not found): declare the fleet's runtime "
+                         "(docker, podman or slurm) under hardware: in runners.yaml")
+
+
+def settings_for(point: Point, launch: Servable, cards: CardSet, hw: HardwareCard | None) -> EngineSettings:
     card = cards.model_for(point.model_prefix)
     return engine_settings(
         launch.engine, launch.argv, launch.env,
         device_kind="cpu" if (hw is not None and hw.kind == "cpu") else "gpu",
         capacity_bytes=hw.memory if hw else None,
         point_tp=point.tp, point_pp=point.pp, point_max_model_len=point.max_model_len,
-        card_max_context=card.max_context if card else None, files=getattr(launch, "files", None) or {},
+        card_max_context=card.max_context if card else None, files=launch.files,
     )
 
 
@@ -143,11 +148,11 @@ def memory_summary(m: MemoryReport) -> str:
 def preflight_points(
     points: Sequence[Point],
     *,
-    recipes: Any = None,
-    runners: Any = None,
+    recipes: RecipeSet | None = None,
+    runners: RunnerConfig | None = None,
     cards: CardSet | None = None,
     options: PreflightOptions | None = None,
-    launches: Mapping[str, LaunchLike] | None = None,
+    launches: Mapping[str, Servable] | None = None,
     config_keys: Mapping[str, str] | None = None,
     placeholders: PlaceholderScan | None = None,
     recipe_files: Mapping[str, str] | None = None,
@@ -182,12 +187,15 @@ def preflight_points(
                                                                                    for d in exc.diagnostics)))
             except Exception as exc:  # a renderer bug must not hide the other points' verdicts
                 checks.append(Check(name="launch", status="fail", message=f"launch does not render: {exc}"))
-        image = getattr(launch, "image", None) or point.image
+        image = launch.image if launch is not None else point.image
         checks.append(pin_check(image))
+        found = runtime_check(point, launch, hw) if opts.local_gpu_check and launch is not None else None
+        if found is not None:
+            checks.append(found)
         if opts.verify_images:
             checks.append(verify_image(image, opts.images_lock, mirrors=opts.registry_mirrors,
                                        timeout=opts.registry_timeout, cache=digest_cache))
-        if launch is not None and point.multinode and hasattr(launch, "roles"):  # a deployment: per role
+        if isinstance(launch, Deployment):  # per role
             from infx.preflight.roles import role_checks
 
             checks.extend(role_checks(point, launch, cards, hw, runners, node_facts(runners, point.runner),
@@ -211,9 +219,8 @@ def preflight_points(
                 checks.append(graph_ceiling(point, settings, opts.fanout))
         if placeholders is not None:
             key = (config_keys or {}).get(point.point_id)
-            rfile = (getattr(launch, "recipe_file", None)
-                     or (recipe_files or {}).get(getattr(launch, "recipe", "") or ""))
-            values = [image, *(launch.argv if launch else []), *((launch.env or {}).values() if launch else [])]
+            rfile = launch.recipe_file or (recipe_files or {}).get(launch.recipe) if launch is not None else None
+            values = [image, *(launch.argv if launch else []), *(launch.env.values() if launch else [])]
             checks.append(placeholders.check(key, rfile, values))
         if point.point_id in evals:
             checks.append(evals[point.point_id])
@@ -226,12 +233,12 @@ def preflight_points(
         out.append(PointVerdict(
             point_id=point.point_id, exp_name=point.exp_name, runner=point.runner,
             config_key=(config_keys or {}).get(point.point_id), status=worst([c.status for c in checks]),
-            checks=checks, memory=memory, launch_fingerprint=getattr(launch, "fingerprint", None),
+            checks=checks, memory=memory, launch_fingerprint=launch.fingerprint if launch is not None else None,
         ))
     return out
 
 
-def _render(point: Point, recipes: Any) -> LaunchLike:
+def _render(point: Point, recipes: RecipeSet | None) -> Servable:
     if recipes is None:
         raise InfxError("no recipes given to render the launch")
     if point.multinode:  # every role of the deployment
@@ -243,8 +250,8 @@ def _render(point: Point, recipes: Any) -> LaunchLike:
     return render_launch(point, recipes)
 
 
-def predict_kv_capacity(point: Point, launch: LaunchLike, cards: CardSet | None = None, *,
-                        runners: Any = None) -> int | None:
+def predict_kv_capacity(point: Point, launch: Servable, cards: CardSet | None = None, *,
+                        runners: RunnerConfig | None = None) -> int | None:
     """KV-cache capacity in tokens the engine should report at start-up for this launch (vLLM:
     "GPU KV cache size: N tokens"), or None when the model card lacks an attention shape or the
     KV size cannot be predicted (e.g. vLLM-CPU without an explicit KV cache size)."""

@@ -277,106 +277,154 @@ def _engine_settings(
     files: Mapping[str, str] | None = None,
 ) -> EngineSettings:
     """Resolve the settings of one rendered launch. Raises ValueError on a malformed value."""
-    args = parse_argv(argv)
-    env = dict(env)
-    notes: list[str] = []
     fam = engine.lower()
-    if fam.startswith("trt"):
-        fam = "trt"
+    c = _Launched(fam="trt" if fam.startswith("trt") else fam, device_kind=device_kind, args=parse_argv(argv),
+                  env=dict(env), capacity_bytes=capacity_bytes, point_tp=point_tp, point_pp=point_pp,
+                  mml_default=point_max_model_len or card_max_context,
+                  mml_source="point" if point_max_model_len else "card", files=files or {})
+    if c.fam == "sglang":
+        return _sglang_settings(c)
+    if c.fam == "trt":
+        return _trt_settings(c)
+    return _vllm_settings(c)
+
+
+@dataclass(frozen=True)
+class _Launched:
+    """One rendered launch's flags and the point facts its defaults fall back to."""
+
+    fam: str
+    device_kind: Literal["gpu", "cpu"]
+    args: dict[str, str | bool]
+    env: dict[str, str]
+    capacity_bytes: int | None
+    point_tp: int | None
+    point_pp: int
+    mml_default: int | None
+    mml_source: Source
+    files: Mapping[str, str]
+
+
+def _sglang_settings(c: _Launched) -> EngineSettings:
+    """SGLang's ``launch_server`` flags."""
+    args, env = c.args, c.env
+    capacity_bytes = c.capacity_bytes
+    point_tp, point_pp, mml_default, mml_source = c.point_tp, c.point_pp, c.mml_default, c.mml_source
+    opts: dict[str, Any] = {}
+    tp = _pick(_int(args, "tp-size", "tp", "tensor-parallel-size"), point_tp or 1, "point")
+    pp = _pick(_int(args, "pp-size", "pipeline-parallel-size"), point_pp, "point")
+    mml = _pick(_int(args, "context-length"), mml_default, mml_source)
+    mnbt = _pick(_int(args, "chunked-prefill-size"), _sglang_chunked_default(capacity_bytes))
+    seqs = _pick(_int(args, "max-running-requests"), None)
+    frac = _pick(_float(args, "mem-fraction-static"), None)
+    steps = _int(args, "speculative-num-draft-tokens")
+    spec = Setting(steps[0] - 1, "argv", steps[1]) if steps else _pick(_int(args, "speculative-num-steps"), 0)
+    if args.get("disable-cuda-graph") is True:
+        graph = Setting(None, "argv", "disable-cuda-graph")
+    else:
+        bs = _int(args, "cuda-graph-max-bs")
+        graph = Setting(bs[0] * (1 + int(spec.value or 0)), "argv", bs[1]) if bs else Setting(None, "unknown")
+    kvd = _pick(_str(args, "kv-cache-dtype"), "auto")
+    kvb = Setting(None, "unknown")
+    dp = _pick(_int(args, "dp-size", "dp", "data-parallel-size"), 1)
+    dpa = (Setting(True, "argv", "enable-dp-attention") if args.get("enable-dp-attention") is True
+           else Setting(False, "default"))
+    epn = _pick(_int(args, "ep-size", "ep", "expert-parallel-size"), 1)
+    acp = _pick(_int(args, "attn-cp-size"), 1)
+    return EngineSettings(
+        engine=c.fam, device_kind=c.device_kind, args=args, env=env, tp=tp, pp=pp, max_model_len=mml,
+        max_num_batched_tokens=mnbt, max_num_seqs=seqs, memory_fraction=frac, spec_tokens=spec,
+        graph_ceiling=graph, kv_cache_dtype=kvd, kv_cache_bytes=kvb, options=opts,
+        dp=dp, dp_attention=dpa, expert_parallel=epn, attn_cp=acp,
+    )
+
+
+def _trt_settings(c: _Launched) -> EngineSettings:
+    """``trtllm-serve`` flags and its extra options YAML."""
+    args, env = c.args, c.env
+    point_tp, point_pp, mml_default, mml_source = c.point_tp, c.point_pp, c.mml_default, c.mml_source
+    files = c.files
+    acp = Setting(1, "default")
+    opts = _trt_options(args, files or {})
+    tp = _pick(_int(args, "tp-size", "tensor-parallel-size"), point_tp or 1, "point")
+    pp = _pick(_int(args, "pp-size"), point_pp, "point")
+    mml = _opt_or(opts, ("max_seq_len",), _pick(_int(args, "max-seq-len"), mml_default, mml_source))
+    mnbt = _opt_or(opts, ("max_num_tokens",), _pick(_int(args, "max-num-tokens"), TRT_DEFAULT_MAX_NUM_TOKENS))
+    seqs = _opt_or(opts, ("max_batch_size",), _pick(_int(args, "max-batch-size"), TRT_DEFAULT_MAX_BATCH_SIZE))
+    frac = _opt_or(opts, ("kv_cache_config", "free_gpu_memory_fraction"),
+                   _pick(_float(args, "kv-cache-free-gpu-memory-fraction"), TRT_DEFAULT_FREE_FRACTION))
+    sc = opts.get("speculative_config") or {}
+    n = sc.get("num_nextn_predict_layers", sc.get("max_draft_len")) if isinstance(sc, dict) else None
+    spec = Setting(int(n), "argv", "extra-options speculative_config") if n is not None else Setting(0, "default")
+    cg = opts.get("cuda_graph_config")
+    if isinstance(cg, dict) and (cg.get("batch_sizes") or cg.get("max_batch_size")):
+        top = max(int(b) for b in cg["batch_sizes"]) if cg.get("batch_sizes") else int(cg["max_batch_size"])
+        graph = Setting(top * (1 + int(spec.value)), "argv", "extra-options cuda_graph_config")
+    else:
+        graph = Setting(None, "unknown", "no cuda_graph_config")
+    kv_cfg = opts.get("kv_cache_config") or {}
+    kvd = (Setting(kv_cfg["dtype"], "argv", "extra-options kv_cache_config")
+           if isinstance(kv_cfg, dict) and kv_cfg.get("dtype") else Setting("auto", "default"))
+    kvb = Setting(None, "unknown")
+    dp = Setting(1, "default")
+    if opts.get("enable_attention_dp") is True or args.get("enable-attention-dp") is True:
+        dpa = Setting(True, "argv", "extra-options enable_attention_dp")
+    else:
+        dpa = Setting(False, "default")
+    epn = _opt_or(opts, ("moe_expert_parallel_size",), _pick(_int(args, "ep-size", "moe-expert-parallel-size"), 1))
+    return EngineSettings(
+        engine=c.fam, device_kind=c.device_kind, args=args, env=env, tp=tp, pp=pp, max_model_len=mml,
+        max_num_batched_tokens=mnbt, max_num_seqs=seqs, memory_fraction=frac, spec_tokens=spec,
+        graph_ceiling=graph, kv_cache_dtype=kvd, kv_cache_bytes=kvb, options=opts,
+        dp=dp, dp_attention=dpa, expert_parallel=epn, attn_cp=acp,
+    )
+
+
+def _vllm_settings(c: _Launched) -> EngineSettings:
+    """vLLM's ``serve`` flags (and the CPU build's KV-space variable)."""
+    args, env = c.args, c.env
+    point_tp, point_pp, mml_default, mml_source = c.point_tp, c.point_pp, c.mml_default, c.mml_source
+    device_kind, capacity_bytes = c.device_kind, c.capacity_bytes
     opts: dict[str, Any] = {}
     acp = Setting(1, "default")
-
-    mml_default = point_max_model_len or card_max_context
-    mml_source: Source = "point" if point_max_model_len else "card"
-
-    if fam == "sglang":
-        tp = _pick(_int(args, "tp-size", "tp", "tensor-parallel-size"), point_tp or 1, "point")
-        pp = _pick(_int(args, "pp-size", "pipeline-parallel-size"), point_pp, "point")
-        mml = _pick(_int(args, "context-length"), mml_default, mml_source)
-        mnbt = _pick(_int(args, "chunked-prefill-size"), _sglang_chunked_default(capacity_bytes))
-        seqs = _pick(_int(args, "max-running-requests"), None)
-        frac = _pick(_float(args, "mem-fraction-static"), None)
-        steps = _int(args, "speculative-num-draft-tokens")
-        spec = Setting(steps[0] - 1, "argv", steps[1]) if steps else _pick(_int(args, "speculative-num-steps"), 0)
-        if args.get("disable-cuda-graph") is True:
-            graph = Setting(None, "argv", "disable-cuda-graph")
-        else:
-            bs = _int(args, "cuda-graph-max-bs")
-            graph = Setting(bs[0] * (1 + int(spec.value or 0)), "argv", bs[1]) if bs else Setting(None, "unknown")
-        kvd = _pick(_str(args, "kv-cache-dtype"), "auto")
+    d_seqs, d_mnbt = _vllm_batch_defaults(device_kind, capacity_bytes)
+    tp = _pick(_int(args, "tensor-parallel-size"), point_tp or 1, "point")
+    pp = _pick(_int(args, "pipeline-parallel-size"), point_pp, "point")
+    mml = _pick(_int(args, "max-model-len"), mml_default, mml_source)
+    mnbt = _pick(_int(args, "max-num-batched-tokens"), d_mnbt)
+    seqs = _pick(_int(args, "max-num-seqs"), d_seqs)
+    frac = _pick(_float(args, "gpu-memory-utilization"), VLLM_DEFAULT_GPU_MEMORY_UTILIZATION)
+    spec_cfg = json_arg(args, "speculative-config") or {}
+    if "num_speculative_tokens" in spec_cfg:
+        spec = Setting(int(spec_cfg["num_speculative_tokens"]), "argv", "speculative-config")
+    else:
+        spec = Setting(0, "default")
+    graph = _vllm_graph_ceiling(args, device_kind, int(seqs.value), int(spec.value), int(mnbt.value))
+    kvd = _pick(_str(args, "kv-cache-dtype"), "auto")
+    kvb_arg = _int(args, "kv-cache-memory-bytes", "kv-cache-memory")
+    if kvb_arg:
+        kvb = Setting(kvb_arg[0], "argv", kvb_arg[1])
+    elif device_kind == "cpu" and env.get("VLLM_CPU_KVCACHE_SPACE", "") != "":
+        try:
+            kvb = Setting(int(env["VLLM_CPU_KVCACHE_SPACE"]) * GIB, "env", "VLLM_CPU_KVCACHE_SPACE")
+        except ValueError:
+            raise ValueError("VLLM_CPU_KVCACHE_SPACE must be an integer number of GiB, "
+                             f"got {env['VLLM_CPU_KVCACHE_SPACE']!r}") from None
+    else:
         kvb = Setting(None, "unknown")
-        dp = _pick(_int(args, "dp-size", "dp", "data-parallel-size"), 1)
-        dpa = (Setting(True, "argv", "enable-dp-attention") if args.get("enable-dp-attention") is True
-               else Setting(False, "default"))
-        epn = _pick(_int(args, "ep-size", "ep", "expert-parallel-size"), 1)
-        acp = _pick(_int(args, "attn-cp-size"), 1)
-    elif fam == "trt":
-        opts = _trt_options(args, files or {})
-        tp = _pick(_int(args, "tp-size", "tensor-parallel-size"), point_tp or 1, "point")
-        pp = _pick(_int(args, "pp-size"), point_pp, "point")
-        mml = _opt_or(opts, ("max_seq_len",), _pick(_int(args, "max-seq-len"), mml_default, mml_source))
-        mnbt = _opt_or(opts, ("max_num_tokens",), _pick(_int(args, "max-num-tokens"), TRT_DEFAULT_MAX_NUM_TOKENS))
-        seqs = _opt_or(opts, ("max_batch_size",), _pick(_int(args, "max-batch-size"), TRT_DEFAULT_MAX_BATCH_SIZE))
-        frac = _opt_or(opts, ("kv_cache_config", "free_gpu_memory_fraction"),
-                       _pick(_float(args, "kv-cache-free-gpu-memory-fraction"), TRT_DEFAULT_FREE_FRACTION))
-        sc = opts.get("speculative_config") or {}
-        n = sc.get("num_nextn_predict_layers", sc.get("max_draft_len")) if isinstance(sc, dict) else None
-        spec = Setting(int(n), "argv", "extra-options speculative_config") if n is not None else Setting(0, "default")
-        cg = opts.get("cuda_graph_config")
-        if isinstance(cg, dict) and (cg.get("batch_sizes") or cg.get("max_batch_size")):
-            top = max(int(b) for b in cg["batch_sizes"]) if cg.get("batch_sizes") else int(cg["max_batch_size"])
-            graph = Setting(top * (1 + int(spec.value)), "argv", "extra-options cuda_graph_config")
-        else:
-            graph = Setting(None, "unknown", "no cuda_graph_config")
-        kv_cfg = opts.get("kv_cache_config") or {}
-        kvd = (Setting(kv_cfg["dtype"], "argv", "extra-options kv_cache_config")
-               if isinstance(kv_cfg, dict) and kv_cfg.get("dtype") else Setting("auto", "default"))
-        kvb = Setting(None, "unknown")
-        dp = Setting(1, "default")
-        if opts.get("enable_attention_dp") is True or args.get("enable-attention-dp") is True:
-            dpa = Setting(True, "argv", "extra-options enable_attention_dp")
-        else:
-            dpa = Setting(False, "default")
-        epn = _opt_or(opts, ("moe_expert_parallel_size",), _pick(_int(args, "ep-size", "moe-expert-parallel-size"), 1))
-    else:  # vllm
-        d_seqs, d_mnbt = _vllm_batch_defaults(device_kind, capacity_bytes)
-        tp = _pick(_int(args, "tensor-parallel-size"), point_tp or 1, "point")
-        pp = _pick(_int(args, "pipeline-parallel-size"), point_pp, "point")
-        mml = _pick(_int(args, "max-model-len"), mml_default, mml_source)
-        mnbt = _pick(_int(args, "max-num-batched-tokens"), d_mnbt)
-        seqs = _pick(_int(args, "max-num-seqs"), d_seqs)
-        frac = _pick(_float(args, "gpu-memory-utilization"), VLLM_DEFAULT_GPU_MEMORY_UTILIZATION)
-        spec_cfg = json_arg(args, "speculative-config") or {}
-        if "num_speculative_tokens" in spec_cfg:
-            spec = Setting(int(spec_cfg["num_speculative_tokens"]), "argv", "speculative-config")
-        else:
-            spec = Setting(0, "default")
-        graph = _vllm_graph_ceiling(args, device_kind, int(seqs.value), int(spec.value), int(mnbt.value))
-        kvd = _pick(_str(args, "kv-cache-dtype"), "auto")
-        kvb_arg = _int(args, "kv-cache-memory-bytes", "kv-cache-memory")
-        if kvb_arg:
-            kvb = Setting(kvb_arg[0], "argv", kvb_arg[1])
-        elif device_kind == "cpu" and env.get("VLLM_CPU_KVCACHE_SPACE", "") != "":
-            try:
-                kvb = Setting(int(env["VLLM_CPU_KVCACHE_SPACE"]) * GIB, "env", "VLLM_CPU_KVCACHE_SPACE")
-            except ValueError:
-                raise ValueError("VLLM_CPU_KVCACHE_SPACE must be an integer number of GiB, "
-                                 f"got {env['VLLM_CPU_KVCACHE_SPACE']!r}") from None
-        else:
-            kvb = Setting(None, "unknown")
-        dp = _pick(_int(args, "data-parallel-size"), 1)
-        dpa = Setting(int(dp.value) > 1, dp.source, dp.name)
-        if args.get("enable-dp-attention") is True:  # ATOM (vLLM-style server): attention DP over the TP ranks
-            dp = Setting(int(tp.value or 1), "argv", "enable-dp-attention")
-            dpa = Setting(True, "argv", "enable-dp-attention")
-        if args.get("enable-expert-parallel") is True:
-            epn = Setting(int(tp.value or 1) * int(dp.value or 1), "argv", "enable-expert-parallel")
-        else:
-            epn = Setting(1, "default")
+    dp = _pick(_int(args, "data-parallel-size"), 1)
+    dpa = Setting(int(dp.value) > 1, dp.source, dp.name)
+    if args.get("enable-dp-attention") is True:  # ATOM (vLLM-style server): attention DP over the TP ranks
+        dp = Setting(int(tp.value or 1), "argv", "enable-dp-attention")
+        dpa = Setting(True, "argv", "enable-dp-attention")
+    if args.get("enable-expert-parallel") is True:
+        epn = Setting(int(tp.value or 1) * int(dp.value or 1), "argv", "enable-expert-parallel")
+    else:
+        epn = Setting(1, "default")
     return EngineSettings(
-        engine=fam, device_kind=device_kind, args=args, env=env, tp=tp, pp=pp, max_model_len=mml,
+        engine=c.fam, device_kind=c.device_kind, args=args, env=env, tp=tp, pp=pp, max_model_len=mml,
         max_num_batched_tokens=mnbt, max_num_seqs=seqs, memory_fraction=frac, spec_tokens=spec,
-        graph_ceiling=graph, kv_cache_dtype=kvd, kv_cache_bytes=kvb, notes=notes, options=opts,
+        graph_ceiling=graph, kv_cache_dtype=kvd, kv_cache_bytes=kvb, options=opts,
         dp=dp, dp_attention=dpa, expert_parallel=epn, attn_cp=acp,
     )
 

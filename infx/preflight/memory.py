@@ -140,8 +140,6 @@ def check_memory(
     """``kv_transfer``: the launch is a disaggregated worker; its KV connector's buffers are counted."""
     findings = Findings()
     conc = concurrency if concurrency is not None else max(point.concs)
-    tp = max(int(settings.tp.value or 1), 1)
-    pp = max(int(settings.pp.value or 1), 1)
     cpu = settings.device_kind == "cpu"
     gpu: list[MemoryLine] = []
     host: list[MemoryLine] = []
@@ -162,8 +160,55 @@ def check_memory(
                          f"{point.model} at precision '{point.precision}' (has: {', '.join(card.weights.precisions)})")
         return report(status="warn", device=hw.name if hw else "?", engine_rule="-", capacity_bytes=0,
                       budget_bytes=0, needed_bytes=0, margin_bytes=0)
-    total, how_total, total_estimate = resolved
 
+    where: Where = "host" if cpu else "gpu"
+    resident = host if cpu else gpu  # where the weights, draft, buffers and runtime live
+    resident.append(_weights_line(point, settings, card, resolved, where, findings))
+    _table_lines(card, settings, cpu, gpu, host)
+    _draft_and_buffer_lines(point, settings, card, conc, where, resident, findings)
+    # KV bytes per token on one GPU (the transfer buffers and the KV pool both need it).
+    kv_bpt = None
+    if card.attention is not None:
+        kv_bpt = card.attention.kv_bytes_per_token(kv_dtype_bytes(card, settings), settings.attention_tp,
+                                                   DTYPE_BYTES[card.dtype])
+    if kv_transfer:
+        from infx.preflight.transfer import transfer_buffers
+
+        lines, found = transfer_buffers(settings, kv_bpt)
+        for line in lines:
+            (host if line.where == "host" else gpu).append(line)
+        findings.extend(found)
+    overhead = runtime_overhead_bytes
+    if overhead is None:
+        overhead = (CPU_RUNTIME_OVERHEAD_BYTES if cpu
+                    else RUNTIME_OVERHEAD_BYTES.get(settings.engine, RUNTIME_OVERHEAD_BYTES["vllm"]))
+    resident.append(MemoryLine(component="runtime overhead", bytes=overhead, where=where, estimate=True,
+                               note=RUNTIME_OVERHEAD_NOTE if not cpu else "Python + torch + engine process (estimate)"))
+
+    kv_name = str(settings.kv_cache_dtype.value or "auto").lower()
+    if card.kv_dtypes and _dtype_family(kv_name) not in {_dtype_family(d) for d in card.kv_dtypes}:
+        status = "warn"
+        findings.problem(f"KV cache dtype '{kv_name}' ({settings.kv_cache_dtype.describe()}) is not among the model "
+                         f"card's KV dtype options ({', '.join(card.kv_dtypes)})")
+    max_len = settings.max_model_len.value
+    seq_len = scenario_seq_len(point, settings)
+
+    if cpu:
+        return _cpu_report(point, settings, card, gpu, host, node, kv_bpt, max_len, seq_len, conc, findings, status)
+
+    if hw is None or hw.memory is None:
+        findings.problem(f"memory unverifiable: no hardware card matches runner '{point.runner}' (cards/hardware/)")
+        return report(status="warn", device="?", engine_rule="-", capacity_bytes=0, budget_bytes=0, needed_bytes=0,
+                      margin_bytes=0, gpu=gpu, host=host)
+    return _gpu_report(point, settings, card, hw, node, gpu, host, kv_bpt, seq_len, conc, findings, status)
+
+
+def _weights_line(point: Point, settings: EngineSettings, card: ModelCard, resolved: tuple[int, str, bool],
+                  where: Where, findings: Findings) -> MemoryLine:
+    """The weights one GPU (or the host) holds."""
+    total, how_total, total_estimate = resolved
+    tp = max(int(settings.tp.value or 1), 1)
+    pp = max(int(settings.pp.value or 1), 1)
     # Weights: everything that is not a table stored in the checkpoint. Dense weights (attention,
     # embeddings, dense layers, shared experts) split over the attention TP x PP; routed experts
     # over every GPU of the server (EP, or TP inside each expert).
@@ -174,8 +219,6 @@ def check_memory(
         findings.append(f"draft layers in the checkpoint ({gb(unloaded)}) are not loaded: "
                         "the launch does not decode speculatively")
     base = total - in_ckpt_tables - unloaded
-    where: Where = "host" if cpu else "gpu"
-    resident = host if cpu else gpu  # where the weights, draft, buffers and runtime live
     attn_tp = settings.attention_tp
     server_gpus = settings.gpus
     dense_shards, expert_shards = attn_tp * pp, server_gpus
@@ -209,8 +252,13 @@ def check_memory(
         note += f" (checkpoint {gb(total)} less in-checkpoint tables)"
     if unloaded:
         note += f" (less {gb(unloaded)} of unloaded draft layers)"
-    resident.append(MemoryLine(component="weights", bytes=per_gpu, where=where, estimate=estimate, note=note))
-    # Tables, where the launched argv puts them.
+    return MemoryLine(component="weights", bytes=per_gpu, where=where, estimate=estimate, note=note)
+
+
+def _table_lines(card: ModelCard, settings: EngineSettings, cpu: bool, gpu: list[MemoryLine],
+                 host: list[MemoryLine]) -> None:
+    """The model's tables (indexer caches and the like), where the launched argv puts them."""
+    tp = max(int(settings.tp.value or 1), 1)
     for t in card.tables:
         on_host, why = table_on_host(t, settings)
         per_gpu = t.total // tp if t.shard == "tp" else t.total
@@ -222,7 +270,12 @@ def check_memory(
             split = f" / TP {tp}" if t.shard == "tp" else " replicated"
             gpu.append(MemoryLine(component=f"{t.name} table", bytes=per_gpu, where="gpu", estimate=t.estimate,
                                   note=f"{why}; {gib(t.total)}{split}"))
-    # Speculative draft weights.
+
+
+def _draft_and_buffer_lines(point: Point, settings: EngineSettings, card: ModelCard, conc: int, where: Where,
+                            resident: list[MemoryLine], findings: Findings) -> None:
+    """Speculative draft weights, then the buffers from the card's formulas on the launch settings."""
+    tp = max(int(settings.tp.value or 1), 1)
     spec = point.spec_decoding
     if spec and spec != "none":
         draft = card.speculative.get(spec)
@@ -231,7 +284,7 @@ def check_memory(
         elif not draft.in_checkpoint and draft.bytes:
             resident.append(MemoryLine(component=f"{spec} draft weights", bytes=draft.bytes // tp, where=where,
                                        estimate=draft.estimate, note=f"{gb(draft.bytes)} / TP {tp}"))
-    # Buffers from the card's formulas on the launch settings.
+    # buffers
     for b in card.buffers:
         try:
             size, how = buffer_bytes(b, settings, conc)
@@ -249,39 +302,19 @@ def check_memory(
             how += f" / TP {tp}"
         resident.append(MemoryLine(component=f"{b.name} buffer", bytes=int(size), where=where,
                                    estimate=b.estimate, note=f"{how} = {gib(size)}"))
-    # KV bytes per token on one GPU (the transfer buffers and the KV pool both need it).
-    kv_bpt = None
-    if card.attention is not None:
-        kv_bpt = card.attention.kv_bytes_per_token(kv_dtype_bytes(card, settings), attn_tp, DTYPE_BYTES[card.dtype])
-    if kv_transfer:
-        from infx.preflight.transfer import transfer_buffers
 
-        lines, found = transfer_buffers(settings, kv_bpt)
-        for line in lines:
-            (host if line.where == "host" else gpu).append(line)
-        findings.extend(found)
-    overhead = runtime_overhead_bytes
-    if overhead is None:
-        overhead = (CPU_RUNTIME_OVERHEAD_BYTES if cpu
-                    else RUNTIME_OVERHEAD_BYTES.get(settings.engine, RUNTIME_OVERHEAD_BYTES["vllm"]))
-    resident.append(MemoryLine(component="runtime overhead", bytes=overhead, where=where, estimate=True,
-                               note=RUNTIME_OVERHEAD_NOTE if not cpu else "Python + torch + engine process (estimate)"))
 
-    kv_name = str(settings.kv_cache_dtype.value or "auto").lower()
-    if card.kv_dtypes and _dtype_family(kv_name) not in {_dtype_family(d) for d in card.kv_dtypes}:
-        status = "warn"
-        findings.problem(f"KV cache dtype '{kv_name}' ({settings.kv_cache_dtype.describe()}) is not among the model "
-                         f"card's KV dtype options ({', '.join(card.kv_dtypes)})")
+def _gpu_report(point: Point, settings: EngineSettings, card: ModelCard, hw: HardwareCard, node: NodeFacts | None,
+                gpu: list[MemoryLine], host: list[MemoryLine], kv_bpt: int | None, seq_len: int | None, conc: int,
+                findings: Findings, status: Status) -> MemoryReport:
+    """The GPU budget, the KV pool it leaves and the sequences that fit, then the host check."""
+    assert hw.memory is not None
     max_len = settings.max_model_len.value
-    seq_len = scenario_seq_len(point, settings)
 
-    if cpu:
-        return _cpu_report(point, settings, card, gpu, host, node, kv_bpt, max_len, seq_len, conc, findings, status)
+    def report(**kw: object) -> MemoryReport:
+        return MemoryReport.model_validate({"findings": list(findings), "problems": findings.problems,
+                                            "settings": _settings_dict(settings), **kw})
 
-    if hw is None or hw.memory is None:
-        findings.problem(f"memory unverifiable: no hardware card matches runner '{point.runner}' (cards/hardware/)")
-        return report(status="warn", device="?", engine_rule="-", capacity_bytes=0, budget_bytes=0, needed_bytes=0,
-                      margin_bytes=0, gpu=gpu, host=host)
     capacity = hw.memory
     static = weights_bytes(gpu)
     needed = sum(line.bytes for line in gpu)

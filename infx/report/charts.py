@@ -80,7 +80,7 @@ def frontier_figure(series: Sequence[ArmSeries], run_id: str, title: str,
 
 
 def _error_bars(s: ArmSeries, xs: Sequence[float], ys: Sequence[float]) -> dict[str, object]:
-    """95 % intervals of each point (issue 21) as plotly error bars on y (throughput, scaled to the
+    """95 % intervals of each point as plotly error bars on y (throughput, scaled to the
     series' normalisation) and x (interactivity); nothing for points measured without them."""
     ykey = {"total": "total_tok_per_s", "output": "output_tok_per_s", "energy": "output_tok_per_j"}.get(s.y_metric)
     xkey = "interactivity_median" if s.x_metric == "interactivity" else "interactivity_p90"

@@ -144,7 +144,7 @@ def _ratio_ci(ratio: float | None, lo: float | None, hi: float | None) -> str:
 
 
 def _ci_note(m: Measured) -> str:
-    """The 95 % interval of a point's total throughput, as +-% of it, and what it rests on (issue 21)."""
+    """The 95 % interval of a point's total throughput, as +-% of it, and what it rests on."""
     e = m.estimate("total_tok_per_s")
     if e is None or not e.mean:
         return ""

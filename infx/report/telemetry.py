@@ -33,7 +33,7 @@ class PointTelemetry:
     cpu: dict[str, Series] = field(default_factory=dict)
     engine: list[EngineStateSample] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)  # the stored row (telemetry table)
-    energy_ci: Any = None  # the 95 % interval of J/output token across trials (issue 21), when measured
+    energy_ci: Any = None  # the 95 % interval of J/output token across trials, when measured
 
 
 def gpu_series(path: Path) -> dict[str, Series]:
@@ -108,7 +108,7 @@ def _fmt(v: Any, digits: int = 3) -> str:
 
 
 def _energy_ci(e: Any) -> str:
-    """J/output token's 95 % interval across trials, as +-% and its bounds (issue 21)."""
+    """J/output token's 95 % interval across trials, as +-% and its bounds."""
     if e is None or not e.mean:
         return ""
     half = (e.hi - e.lo) / 2 / abs(e.mean) * 100

@@ -1,7 +1,7 @@
 """The verdict of a rerun against its original point, read with the shared noise-aware machinery.
 
-Both points' headline figures come with their 95 % intervals from ``result.json``'s ``stats`` (issue 21:
-Student-t across the point's trials, or a within-run bootstrap for one trial; a result written before
+Both points' headline figures come with their 95 % intervals from ``result.json``'s ``stats`` (Student-t across
+the point's trials, or a within-run bootstrap for one trial; a result written before
 ``stats`` existed gets the within-run bootstrap from its records here). Each figure (output throughput,
 median TTFT, TPOT and end-to-end latency) is judged by :func:`infx.analysis.compare.decide`, the same
 function ``infx compare`` uses: ``equivalent`` within +-margin (two one-sided tests), ``better``/``worse``
@@ -97,7 +97,7 @@ def point_stats(point_dir: Path) -> tuple[dict[str, Estimate], int]:
 
 
 def _within_run(point_dir: Path) -> dict[str, Estimate]:
-    """A result without ``stats`` (written before issue 21): the within-run bootstrap from its records,
+    """A result without ``stats`` (written before trials were recorded): the within-run bootstrap from its records,
     centred on the figures recomputed from those same records."""
     from infx.metrics.compute import compute_metrics, measurement_window
     from infx.metrics.trialstats import headline_values, within_run

@@ -33,17 +33,18 @@ from infx.diagnostics import Diagnostic, InfxError
 from infx.engines.ports import PortRetry
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
+from infx.pointfiles import ENGINE_LOG as ENGINE_LOG
+from infx.pointfiles import LMEVAL_LOG
+from infx.pointfiles import POINT_FILE as POINT_FILE
+from infx.pointfiles import RECORDS_FILE as RECORDS_FILE
+from infx.pointfiles import RESULT_FILE as RESULT_FILE
+from infx.pointfiles import STATUS_FILE as STATUS_FILE
 
 LAYOUT_VERSION = 1
 
 DB_NAME = "infx.db"
 MANIFEST = "manifest.json"
 POINTS = "points"
-POINT_FILE = "point.json"
-STATUS_FILE = "status.json"
-RESULT_FILE = "result.json"
-RECORDS_FILE = "records.jsonl.gz"
-ENGINE_LOG = "engine.log"
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=@,-]{0,199}$")
 
@@ -181,7 +182,7 @@ class PointStatus(_Model):
     log_tail: str = ""
     launch_fingerprint: str | None = None
     # hash of the load the point was measured with (requests per point, lengths...; see
-    # infx.sweep.driver.LoadProfile.key): resume re-measures a point whose load differs. None: not recorded.
+    # infx.sweep.profile.LoadProfile.key): resume re-measures a point whose load differs. None: not recorded.
     load_profile: str | None = None
     startup: StartupSummary | None = None
     started_at: float | None = None
@@ -270,7 +271,7 @@ class ResultsDir:
         from infx.evals.protocol import EVAL_FILE, EVAL_STATUS_FILE, SAMPLES_FILE
 
         if name not in (POINT_FILE, STATUS_FILE, RESULT_FILE, RECORDS_FILE, ENGINE_LOG, EVAL_FILE, SAMPLES_FILE,
-                        EVAL_STATUS_FILE, "lm-eval.log"):
+                        EVAL_STATUS_FILE, LMEVAL_LOG):
             raise ValueError(f"not a point file: {name}")
         return self.point_dir(run_id, point_id) / name
 

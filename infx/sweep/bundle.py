@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from infx.matrix.point import Point
 from infx.sweep import events as ev
 from infx.sweep.grouping import LaunchGroup
+from infx.sweep.interfaces import PointEvaluator, PointMeasurer, RunningEngine
 from infx.sweep.layout import RunDir
 
 
-def finalise_point(run_dir: RunDir, point: Point, group: LaunchGroup, engine: Any, measurer: Any,
-                   evaluator: Any, emit: Callable[[ev.Event], None]) -> None:
+def finalise_point(run_dir: RunDir, point: Point, group: LaunchGroup, engine: RunningEngine,
+                   measurer: PointMeasurer, evaluator: PointEvaluator | None, emit: Callable[[ev.Event], None]) -> None:
     """Write ``receipt.json`` for a point that was measured (done or failed) on ``engine``; skipped points
     (never launched) and points in flight (no status) get none."""
     from infx.engines.launch import Launch
@@ -24,14 +24,15 @@ def finalise_point(run_dir: RunDir, point: Point, group: LaunchGroup, engine: An
     status = run_dir.read_status(point.point_id)
     if status is None or status.state == "skipped":
         return
-    launch = getattr(engine, "launch", None)
-    if not isinstance(launch, Launch):
-        launch = group.launch if isinstance(group.launch, Launch) else None
+    # a single engine's launch as run (a deployment's roles are in groups/FP.deployment.json)
+    launch = engine.launch if isinstance(engine.launch, Launch) else None
+    if launch is None and isinstance(group.launch, Launch):
+        launch = group.launch
     try:
         ctx = BundleContext(
             run_id=run_dir.run_id, point=point, launch=launch, startup=status.startup,
-            load=getattr(measurer, "load", None), telemetry=getattr(measurer, "telemetry", None),
-            evals=EvalSettings(enabled=evaluator is not None, limit=getattr(evaluator, "limit", None)),
+            load=measurer.load, telemetry=measurer.telemetry,
+            evals=EvalSettings(enabled=evaluator is not None, limit=evaluator.limit if evaluator else None),
             workspace_root=str(current().root))
         write_bundle(run_dir.point_dir(point.point_id), ctx)
     except Exception as exc:

@@ -1,8 +1,8 @@
 """``infx run``, ``infx run-group``, ``infx run-point``, ``infx status`` and ``infx repro``.
 
-Each command parses its options into the sweep's typed request (:class:`~infx.sweep.driver.RunRequest`,
+Each command parses its options into the sweep's typed request (:class:`~infx.sweep.prepare.RunRequest`,
 built once through :func:`infx.cli_options.build_request`), hands it to the library
-(:mod:`infx.sweep.driver`, :mod:`infx.sweep.execution`, :mod:`infx.sweep.rerun`) and prints.
+(:mod:`infx.sweep.prepare`, :mod:`infx.sweep.execute`, :mod:`infx.sweep.rerun`) and prints.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from infx.repro.verdict import ReproVerdict
-    from infx.sweep.driver import Prepared
+    from infx.sweep.prepare import Prepared
 
 EXIT_FAILED = 1
 
@@ -33,7 +33,7 @@ RUN_OPTIONS = {"load.slo_tier": "--slo", "load.agentic_duration_s": "--agentic-d
 
 
 def _run_request() -> type[BaseModel]:
-    from infx.sweep.driver import RunRequest
+    from infx.sweep.prepare import RunRequest
 
     return RunRequest
 
@@ -45,7 +45,7 @@ def _load_profile() -> type[BaseModel]:
 
 
 def _changelog_selection() -> type[BaseModel]:
-    from infx.sweep.driver import ChangelogSelection
+    from infx.sweep.prepare import ChangelogSelection
 
     return ChangelogSelection
 
@@ -147,8 +147,8 @@ def run_cmd(
 ) -> None:
     """Measure catalog points: group by launch, launch once per group, resume what is done."""
     from infx.outpaths import check_output_dir
-    from infx.sweep.driver import ChangelogSelection, RunRequest, prepare
-    from infx.sweep.execution import run_prepared_locally, submit_slurm
+    from infx.sweep.execute import run_locally, submit_slurm
+    from infx.sweep.prepare import ChangelogSelection, RunRequest, prepare
     from infx.workspace import current
 
     ws = current()
@@ -199,7 +199,7 @@ def run_cmd(
     if req.backend == "slurm":
         code = submit_slurm(prep, wait, wait_timeout, partition, time_limit, max_parallel)
     else:
-        code = run_prepared_locally(prep)
+        code = run_locally(prep)
     raise typer.Exit(code)
 
 
@@ -210,15 +210,15 @@ def run_group_cmd(
     array_task: bool = typer.Option(False, "--array-task", help="Run only the --group at $SLURM_ARRAY_TASK_ID."),
 ) -> None:
     """Run launch group(s) of a planned run (what each Slurm job executes on its node)."""
-    from infx.sweep.driver import load_plan
-    from infx.sweep.execution import run_planned_groups
+    from infx.sweep.execute import run_groups
     from infx.sweep.layout import RunDir
+    from infx.sweep.prepare import load_plan
     from infx.sweep.slurm import pick_groups
 
     rd = RunDir(run_dir)
     plan = load_plan(rd)
     chosen = pick_groups(plan, group, array_task)
-    raise typer.Exit(run_planned_groups(rd, plan, [g.fingerprint for g in chosen]))
+    raise typer.Exit(run_groups(rd, plan, [g.fingerprint for g in chosen]))
 
 
 @exit_on_error
@@ -242,8 +242,8 @@ def run_point_cmd(
     from infx import jsonio
     from infx.matrix.point import Point
     from infx.outpaths import check_output_dir
-    from infx.sweep.driver import RunRequest, prepare
-    from infx.sweep.execution import run_prepared_locally
+    from infx.sweep.execute import run_locally
+    from infx.sweep.prepare import RunRequest, prepare
     from infx.workspace import current
 
     if (row is None) == (row_file is None):
@@ -279,7 +279,7 @@ def run_point_cmd(
         "recipes": str(recipes) if recipes else None, "ready_timeout": ready_timeout,
         "max_error_rate": max_error_rate, "load": {"prompts_per_conc": prompts_per_conc}})
     check_output_dir(Path(req.results), "--results")  # before the launch and the measurement
-    raise typer.Exit(run_prepared_locally(prepare(req, points=[point])))
+    raise typer.Exit(run_locally(prepare(req, points=[point])))
 
 
 @exit_on_error
@@ -363,9 +363,7 @@ def repro_cmd(
     from infx.atomic import write_text
     from infx.repro.diffenv import bundle_dir, load_payload
     from infx.repro.verdict import compare_point
-    from infx.sweep.execution import run_prepared_locally, submit_slurm
-    from infx.sweep.local import LocalStarter
-    from infx.sweep.rendering import replay_renderer
+    from infx.sweep.execute import run_locally, submit_slurm
     from infx.sweep.rerun import RerunRequest, prepare_rerun
     from infx.workspace import current
 
@@ -381,7 +379,7 @@ def repro_cmd(
     if rerun.backend == "slurm":
         rc = submit_slurm(prep, True, wait_timeout, partition, None, None)
     else:
-        rc = run_prepared_locally(prep, starter=LocalStarter(replay_renderer(_replay_file(prep))))
+        rc = run_locally(prep)  # the request replays the bundle's launch
     pdir = prep.run_dir.point_dir(payload.point_id)
     st = prep.run_dir.read_status(payload.point_id)
     if st is None or st.state != "done":
@@ -406,7 +404,7 @@ def register(app: typer.Typer) -> None:
 
 def _print_plan(prep: Prepared) -> int:
     """``infx run --dry-run``: write ``plan.json`` and list the groups and gate rejects; launch nothing."""
-    from infx.sweep.driver import write_plan
+    from infx.sweep.prepare import write_plan
 
     prep.run_dir.root.mkdir(parents=True, exist_ok=True)
     plan = write_plan(prep)
@@ -417,11 +415,6 @@ def _print_plan(prep: Prepared) -> int:
     for pid, (_, _, reason) in prep.rejects.items():
         print(f"rejected {pid}: {reason}", file=sys.stderr)
     return 0
-
-
-def _replay_file(prep: Prepared) -> str:
-    assert prep.request.replay is not None  # prepare_rerun always sets it
-    return prep.request.replay
 
 
 def _print_verdict(v: ReproVerdict) -> None:

@@ -14,15 +14,24 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from infx.atomic import write_text
+from infx.engines.disagg.model import Deployment
 from infx.engines.logfile import log_excerpt, log_size
 from infx.matrix.point import Point
 from infx.results.layout import StartupSummary
 from infx.sweep.grouping import LaunchGroup
 from infx.sweep.interfaces import LaunchFailed
+from infx.sweep.rendering import RenderAtPort
+
+if TYPE_CHECKING:
+    from infx.engines.disagg.process import DeploymentProcess, RoleFailure
+    from infx.engines.ports import PortClaims, PortRetry
+
+StepRecord = dict[str, str | int | list[int] | None]  # what a role's step wrote when it picked its port
 
 
 def allocation(point: Point, gpus_per_node: int) -> tuple[int, int]:
@@ -35,7 +44,7 @@ def allocation(point: Point, gpus_per_node: int) -> tuple[int, int]:
     return nodes, min(gpus_per_node, max(pools, default=0))
 
 
-def free_ports(point: Point, claims: Any = None, keys: list[str] | None = None) -> dict[str, int]:
+def free_ports(point: Point, claims: PortClaims | None = None, keys: list[str] | None = None) -> dict[str, int]:
     """A port for every role of the point's deployment, picked now (``claims``: a launch's
     :class:`~infx.engines.ports.PortClaims`, which hands out ``INFX_PORTS_FIRST`` ports; without it plain
     kernel ports, e.g. for a port the start picks again later). ``keys``: only those go through ``claims``."""
@@ -54,13 +63,14 @@ def free_ports(point: Point, claims: Any = None, keys: list[str] | None = None) 
     return ports
 
 
-def _classified(exc: Any, retries: list[Any] | None = None) -> LaunchFailed:
+def _classified(exc: RoleFailure, retries: list[PortRetry] | None = None) -> LaunchFailed:
     return LaunchFailed(f"deployment-role-{exc.kind}:{exc.role}", exc.message, exc.log_tail, port_retries=retries)
 
 
 class LocalDeployment:
-    def __init__(self, deployment: Any, log_path: Path, kv_dir: Path | None, ready_timeout_cap: float | None = None,
-                 render: Any = None, ports: dict[str, int] | None = None, claims: Any = None):
+    def __init__(self, deployment: Deployment, log_path: Path, kv_dir: Path | None,
+                 ready_timeout_cap: float | None = None, render: Callable[[dict[str, int]], Deployment] | None = None,
+                 ports: dict[str, int] | None = None, claims: PortClaims | None = None):
         """``render(ports) -> Deployment`` renders the deployment again with other ports (``ports``: the
         ones ``deployment`` was rendered with); without it the ports are fixed and a lost one is final."""
         from infx.engines.disagg.process import DeploymentProcess
@@ -80,11 +90,11 @@ class LocalDeployment:
 
     # what the measurer reads, from the deployment as last rendered (ports change when one is lost)
     @property
-    def deployment(self) -> Any:
+    def deployment(self) -> Deployment:
         return self.proc.deployment
 
     @property
-    def launch(self) -> Any:
+    def launch(self) -> Deployment:
         return self.proc.deployment
 
     @property
@@ -99,7 +109,8 @@ class LocalDeployment:
     def model_path(self) -> str:
         return str(self.proc.deployment.model_path)
 
-    def _render_checked(self, ports: dict[str, int]) -> Any:
+    def _render_checked(self, ports: dict[str, int]) -> Deployment:
+        assert self.render is not None
         fresh = self.render(ports)
         if fresh.fingerprint != self.planned.fingerprint:
             raise LaunchFailed("fingerprint-drift",
@@ -206,17 +217,18 @@ class LocalDeployment:
         write_text(self.record_path, json.dumps(record, indent=2) + "\n")
 
 
-def _step_record(proc: Any, role: str) -> Any:
+def _step_record(proc: DeploymentProcess, role: str) -> StepRecord | None:
     """What the role's step recorded when it picked its port (host, ports, pid); None when it did not."""
     import json
 
     try:
-        return json.loads(proc.step_record_path(role).read_text())
+        record: StepRecord = json.loads(proc.step_record_path(role).read_text())
     except (OSError, ValueError):
         return None
+    return record
 
 
-def start_deployment(render_at_port: Any, group: LaunchGroup, log_path: Path,
+def start_deployment(render_at_port: RenderAtPort, group: LaunchGroup, log_path: Path,
                      ready_timeout_cap: float | None = None) -> LocalDeployment:
     from infx.engines.disagg.vllm_pd import port_keys
     from infx.engines.ports import PortClaims
@@ -225,8 +237,11 @@ def start_deployment(render_at_port: Any, group: LaunchGroup, log_path: Path,
     claims = PortClaims()
     kv_dir = Path(tempfile.mkdtemp(prefix="infx-kv-"))
 
-    def render(ports: dict[str, int]) -> Any:
-        return render_at_port(point, ports["router"], ports=ports, kv_dir=str(kv_dir))
+    def render(ports: dict[str, int]) -> Deployment:
+        rendered = render_at_port(point, ports["router"], ports=ports, kv_dir=str(kv_dir))
+        if not isinstance(rendered, Deployment):
+            raise LaunchFailed("launch-error", f"point {point.point_id} renders to one engine, not a deployment")
+        return rendered
 
     # the workers' ports are picked now, the router's again once the workers are ready
     ports = free_ports(point, claims, keys=[k for k in free_ports(point) if k not in port_keys("router")])

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from infx.sweep.interfaces import LiveStats
+    from infx.sweep.summary import SweepSummary
 
 
 @dataclass
@@ -84,7 +85,7 @@ class Note:
 
 @dataclass
 class RunFinished:
-    summary: Any  # SweepSummary
+    summary: SweepSummary
 
 
 Event = (RunStarted | GroupStarted | GroupReady | GroupFailed | GroupFinished | PointStarted | PointProgress

@@ -7,8 +7,8 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from infx.engines.servable import Servable
 from infx.matrix.point import Point
 
 
@@ -21,7 +21,7 @@ class LaunchGroup:
     engine: str | None = None
     image: str | None = None
     argv: list[str] = field(default_factory=list)
-    launch: Any = None  # the engines stage's ``Launch`` (rendered with a placeholder port)
+    launch: Servable | None = None  # the rendered launch or deployment (placeholder port); None: not rendered
 
     @property
     def point_ids(self) -> list[str]:
@@ -39,7 +39,7 @@ def gpus_needed(point: Point) -> int:
 
         if hardware_for_runner(point.runner).vendor == "cpu":
             return 0
-    except Exception:
+    except Exception:  # a runner no hardware table names: the point's own GPU count
         pass
     return point.gpus_per_server
 
@@ -57,29 +57,22 @@ def row_fingerprint(point: Point) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def group_points(points: Iterable[Point], render: Callable[[Point], Any] | None = None) -> list[LaunchGroup]:
+def group_points(points: Iterable[Point], render: Callable[[Point], Servable] | None = None) -> list[LaunchGroup]:
     """Groups in order of first appearance; points inside a group by ascending concurrency.
 
-    ``render(point)`` returns the engines stage's ``Launch`` (``fingerprint``, ``engine``, ``image``,
-    ``argv``); without it the row fingerprint is used and nothing is rendered.
+    ``render(point)`` returns the rendered launch (its ``fingerprint``, ``engine``, ``image``, ``argv``);
+    without it the row fingerprint is used and nothing is rendered.
     """
     groups: dict[str, LaunchGroup] = {}
     for point in points:
         if render is None:
-            fp, launch = row_fingerprint(point), None
+            fp = row_fingerprint(point)
+            group = groups.setdefault(fp, LaunchGroup(fp, [], engine=point.framework, image=point.image))
         else:
             launch = render(point)
-            fp = launch.fingerprint
-        group = groups.get(fp)
-        if group is None:
-            group = groups[fp] = LaunchGroup(
-                fingerprint=fp,
-                points=[],
-                engine=getattr(launch, "engine", None) if launch is not None else point.framework,
-                image=getattr(launch, "image", None) if launch is not None else point.image,
-                argv=list(getattr(launch, "argv", []) or []),
-                launch=launch,
-            )
+            group = groups.setdefault(launch.fingerprint, LaunchGroup(
+                launch.fingerprint, [], engine=launch.engine, image=launch.image, argv=list(launch.argv),
+                launch=launch))
         group.points.append(point)
     for group in groups.values():
         group.points.sort(key=lambda p: (min(p.concs), p.point_id))

@@ -14,20 +14,29 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from infx.engines.servable import Servable
 from infx.failures import Failure
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
 from infx.results.layout import StartupSummary
 from infx.sweep.grouping import LaunchGroup
+from infx.sweep.profile import LoadProfile
+
+if TYPE_CHECKING:
+    from infx.engines.ports import PortRetry
+    from infx.evals.protocol import EvalStatus
+    from infx.loadgen.search import SearchResult
+    from infx.telemetry.session import TelemetryOptions
 
 
 class LaunchFailed(Failure):
     """The group's engine did not come up, or died. ``kind`` is a classified failure name
     (``exited-at-start``, ``startup-timeout``, ``bad-argument``, ``oom-loading``, ``engine-died``...)."""
 
-    def __init__(self, kind: str, message: str = "", log_tail: str = "", port_retries: list[Any] | None = None):
+    def __init__(self, kind: str, message: str = "", log_tail: str = "",
+                 port_retries: list[PortRetry] | None = None):
         self.port_retries = list(port_retries or [])  # launches that lost their port before this failure
         super().__init__(kind, message, log_tail)
 
@@ -47,6 +56,11 @@ ProgressFn = Callable[[LiveStats], None]
 
 
 class RunningEngine(Protocol):
+    @property
+    def launch(self) -> Servable:
+        """What is running: the launch or deployment as last rendered (ports change when one is lost)."""
+        ...
+
     @property
     def base_url(self) -> str: ...
 
@@ -79,6 +93,14 @@ class EngineStarter(Protocol):
 
 
 class PointMeasurer(Protocol):
+    @property
+    def load(self) -> LoadProfile | None:
+        """The load profile (recorded in each point's repro bundle)."""
+        ...
+
+    @property
+    def telemetry(self) -> TelemetryOptions | None: ...
+
     def measure(
         self, point: Point, engine: RunningEngine, point_dir: Path, progress: ProgressFn | None = None
     ) -> BenchResult:
@@ -86,9 +108,17 @@ class PointMeasurer(Protocol):
         ...
 
 
+@runtime_checkable
+class SearchingMeasurer(Protocol):
+    """A measurer that can also run the capacity search (``--search max-concurrency``) on a launch."""
+
+    def search(self, point: Point, engine: RunningEngine) -> SearchResult | None: ...
+
+
 class PointEvaluator(Protocol):
     limit: int | None
 
-    def evaluate(self, point: Point, engine: RunningEngine, point_dir: Path, fingerprint: str | None = None) -> Any:
+    def evaluate(self, point: Point, engine: RunningEngine, point_dir: Path,
+                 fingerprint: str | None = None) -> EvalStatus:
         """Grade the point on the running engine; returns an ``EvalStatus`` (never raises for a failed eval)."""
         ...

@@ -9,8 +9,10 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from infx.engines.disagg.model import Deployment
+from infx.engines.launch import Launch
 from infx.engines.logfile import log_excerpt, log_size
 from infx.evals.protocol import EvalStatus
 from infx.matrix.point import Point
@@ -22,19 +24,24 @@ from infx.sweep.profile import LoadProfile
 from infx.sweep.rendering import RenderAtPort
 
 if TYPE_CHECKING:
+    from infx.catalog.runners import RunnerConfig
     from infx.engine_metrics import EngineStateSample
+    from infx.engines.server import EngineFailure, EngineProcess
+    from infx.loadgen.search import SearchResult
+    from infx.telemetry.session import Telemetry, TelemetryOptions
 
+Scalar = float | int | str | bool | None
 # (group's first point, launch, start-up facts) -> flat scalars merged into ``StartupSummary.other``
-Calibrate = Callable[[Point, Any, StartupSummary], dict[str, Any]]
+Calibrate = Callable[[Point, Launch, StartupSummary], dict[str, Scalar]]
 
 
 def kv_calibrator(runner_config: str | None) -> Calibrate:
     """Predicted vs logged KV-cache capacity for every launch (preflight stage's
     ``compare_kv_capacity``), as ``kv_tokens_predicted``/``kv_tokens_logged``/``kv_prediction_ratio``/
     ``kv_prediction``. Never fails a launch: a problem is recorded as ``kv_prediction: "error: ..."``."""
-    runners: list[Any] = []  # loaded once, lazily
+    runners: list[RunnerConfig | None] = []  # loaded once, lazily
 
-    def calibrate(point: Point, launch: Any, facts: StartupSummary) -> dict[str, Any]:
+    def calibrate(point: Point, launch: Launch, facts: StartupSummary) -> dict[str, Scalar]:
         try:
             from infx.preflight.calibration import compare_kv_capacity
 
@@ -47,7 +54,7 @@ def kv_calibrator(runner_config: str | None) -> Calibrate:
     return calibrate
 
 
-def _load_runners(runner_config: str | None) -> Any:
+def _load_runners(runner_config: str | None) -> RunnerConfig | None:
     if not runner_config or not Path(runner_config).is_file():
         return None
     from infx.catalog import load_runners
@@ -77,7 +84,7 @@ class LocalEngine:
     picked right before the start, and a launch that loses it is relaunched on a new one (each retry kept
     in the start-up facts, ``status.json``)."""
 
-    def __init__(self, render: Callable[[int], Any], log_path: Path, ready_timeout_cap: float | None = None,
+    def __init__(self, render: Callable[[int], Launch], log_path: Path, ready_timeout_cap: float | None = None,
                  point: Point | None = None, calibrate: Calibrate | None = None):
         from infx.engines.server import RetryingEngine
 
@@ -89,11 +96,12 @@ class LocalEngine:
         self.t0 = time.monotonic()
 
     @property
-    def proc(self) -> Any:  # the current launch's EngineProcess
+    def proc(self) -> EngineProcess:  # the current launch's
         return self.engine.proc
 
     @property
-    def launch(self) -> Any:
+    def launch(self) -> Launch:
+        assert self.engine.launch is not None, "start() first"
         return self.engine.launch
 
     @property
@@ -108,7 +116,7 @@ class LocalEngine:
     def model_path(self) -> str:
         return str(self.launch.model_path)
 
-    def _failed(self, exc: Any) -> LaunchFailed:
+    def _failed(self, exc: EngineFailure) -> LaunchFailed:
         return LaunchFailed(exc.kind.value, exc.message, exc.log_tail, port_retries=self.engine.retries)
 
     def start(self) -> None:
@@ -170,6 +178,11 @@ class LocalStarter:
         self.ready_timeout_for = ready_timeout_for  # a per-group cap on the readiness wait
         self.calibrate = calibrate  # e.g. kv_calibrator(runner_config): stored in the start-up facts
 
+    def _launch_at(self, point: Point, port: int) -> Launch:
+        launch = self.render_at_port(point, port)
+        assert isinstance(launch, Launch), "a single engine's point"
+        return launch
+
     def start(self, group: LaunchGroup, log_path: Path) -> RunningEngine:
         from infx.engines.ports import kernel_port
 
@@ -180,15 +193,17 @@ class LocalStarter:
             return start_deployment(self.render_at_port, group, log_path, cap)
         point = group.points[0]
         launch = self.render_at_port(point, kernel_port())  # to check the plan; the start picks its own port
+        if not isinstance(launch, Launch):
+            raise LaunchFailed("launch-error", f"point {point.point_id} renders to a deployment, not one engine")
         if launch.fingerprint != group.fingerprint:
             raise LaunchFailed("fingerprint-drift", "the launch rendered now differs from the planned one "
                                "(recipes changed since the run was planned?)")
-        if getattr(launch, "model_builder", None) == "tiny-model":
+        if launch.model_builder == "tiny-model":
             from infx.engines.tiny_model import ensure_tiny_model
 
             ensure_tiny_model(launch.model_path)
         cap = self.ready_timeout_for(group) if self.ready_timeout_for else None
-        engine = LocalEngine(functools.partial(self.render_at_port, point), log_path, cap, point=point,
+        engine = LocalEngine(functools.partial(self._launch_at, point), log_path, cap, point=point,
                              calibrate=self.calibrate)
         engine.start()
         return engine
@@ -200,15 +215,15 @@ class LocalMeasurer:
     stage samples power, CPU energy and engine state (raw samples beside the records, figures in
     ``result.json`` ``extra.telemetry``). The same code runs inside Slurm jobs (``infx run-group``)."""
 
-    def __init__(self, load: LoadProfile | None = None, poll_s: float = 1.0, telemetry: Any = None):
+    def __init__(self, load: LoadProfile | None = None, poll_s: float = 1.0, telemetry: TelemetryOptions | None = None):
         from infx.telemetry.session import TelemetryOptions
 
-        self.load = load or LoadProfile()
+        self.load: LoadProfile = load or LoadProfile()
         self.poll_s = poll_s
         self.telemetry: TelemetryOptions = telemetry or TelemetryOptions()
         self._warned: set[str] = set()
 
-    def search(self, point: Point, engine: Any) -> Any:
+    def search(self, point: Point, engine: RunningEngine) -> SearchResult | None:
         """``--search max-concurrency``: the largest concurrency meeting the point's SLO tier on this
         running engine (doubling from the point's concurrency, then bisection); None without a tier."""
         from infx.loadgen.search import bench_probe, search_max_concurrency
@@ -223,12 +238,11 @@ class LocalMeasurer:
         return search_max_concurrency(probe, tier=self.load.slo_tier or "tier", slo=tier, start=start,
                                       limit=max(self.load.search_max, start))
 
-    def measure(self, point: Point, engine: Any, point_dir: Path, progress: ProgressFn | None = None
+    def measure(self, point: Point, engine: RunningEngine, point_dir: Path, progress: ProgressFn | None = None
                 ) -> BenchResult:
         from infx.sweep.point_load import run_point_load
 
-        launch = getattr(engine, "launch", None)
-        url = getattr(launch, "metrics_url", None)
+        url = engine.launch.metrics_url
         tel = self._telemetry(point, engine, url, point_dir)
         poller = None
         if url and progress:
@@ -255,7 +269,7 @@ class LocalMeasurer:
             result = attach(result, summary)
         from infx.engines.synthetic import label_of_launch
 
-        spec = label_of_launch(point, getattr(engine, "deployment", None) or launch)
+        spec = label_of_launch(point, engine.launch)
         if spec is not None:
             result = result.model_copy(update={"extra": result.extra.model_copy(update={"spec_decode": spec})})
         return result
@@ -269,17 +283,17 @@ class LocalMeasurer:
                 self._warned.add(w)
                 warn(f"telemetry: {w}")
 
-    def _telemetry(self, point: Point, engine: Any, metrics_url: str | None, point_dir: Path) -> Any:
+    def _telemetry(self, point: Point, engine: RunningEngine, metrics_url: str | None,
+                   point_dir: Path) -> Telemetry | None:
         if not self.telemetry.enabled:
             return None
         from infx.telemetry.session import Telemetry, visible_devices
 
-        launch = getattr(engine, "launch", None)
         gpus = point.gpus_per_server or None  # TP x PP x PCP; every role's GPUs for a deployment
         return Telemetry(point_dir, self.telemetry, metrics_url=metrics_url, expected_gpus=gpus,
-                         devices=visible_devices(getattr(launch, "env", None), gpus),
+                         devices=visible_devices(engine.launch.env, gpus),
                          node_devices=deployment_node_devices(engine),
-                         metrics_role="decode" if getattr(engine, "deployment", None) is not None else "server")
+                         metrics_role="decode" if isinstance(engine.launch, Deployment) else "server")
 
 
 class LocalEvaluator:
@@ -293,7 +307,8 @@ class LocalEvaluator:
         self.timeout_s = timeout_s
         self.max_retries = max_retries  # None: the protocol's (InferenceX's 5, with lm-eval's 1-10 s backoff)
 
-    def evaluate(self, point: Point, engine: Any, point_dir: Path, fingerprint: str | None = None) -> EvalStatus:
+    def evaluate(self, point: Point, engine: RunningEngine, point_dir: Path,
+                 fingerprint: str | None = None) -> EvalStatus:
         from infx.diagnostics import InfxError
         from infx.evals.point import meta_env, protocol_for
         from infx.evals.runner import EvalFailed, run_eval
@@ -323,13 +338,17 @@ class LocalEvaluator:
                           started_at=started, ended_at=time.time())
 
 
-def deployment_node_devices(engine: Any) -> list[list[str] | None] | None:
+def deployment_node_devices(engine: RunningEngine) -> list[list[str] | None] | None:
     """A multi-role deployment with GPUs, started inside its Slurm job: the devices its roles use on each
     node of the job, from the placement its roles were started with (one power sampler task per node);
     None otherwise (the local sampler on this node)."""
-    proc = getattr(engine, "proc", None)
-    placed = getattr(proc, "placed", None)
-    if proc is None or not placed or not proc.deployment.gpus():
+    from infx.sweep.deployment import LocalDeployment
+
+    if not isinstance(engine, LocalDeployment):
+        return None
+    proc = engine.proc
+    placed = proc.placed
+    if not placed or not proc.deployment.gpus():
         return None
     from infx.engines.disagg.placement import gpus_on_nodes
     from infx.engines.disagg.process import job_layout
@@ -395,8 +414,8 @@ def live_rates(prev: EngineStateSample, cur: EngineStateSample) -> LiveStats:
     """Finished requests and generated tokens per second between two samples (a counter reset reads 0)."""
     dt = cur.t - prev.t
 
-    def rate(name: str) -> float:
-        a, b = getattr(prev, name), getattr(cur, name)
+    def rate(a: float | None, b: float | None) -> float:
         return max(0.0, b - a) / dt if (a is not None and b is not None and dt > 0) else 0.0
 
-    return LiveStats(req_per_s=rate("requests_finished"), tok_per_s=rate("generation_tokens"))
+    return LiveStats(req_per_s=rate(prev.requests_finished, cur.requests_finished),
+                     tok_per_s=rate(prev.generation_tokens, cur.generation_tokens))

@@ -1,6 +1,6 @@
 """Run launch groups: launch once, await readiness, measure each point, stop; isolate failures; resume.
 
-Rules (issue 5):
+Rules:
 * a failed launch marks only its group's points failed (classified reason + log tail);
 * a failed point (error-rate gate, measurement error) does not stop its group;
 * an engine that dies mid-group fails the point in flight and the group's remaining points;
@@ -12,7 +12,7 @@ Rules (issue 5):
 * a point's old ``status.json`` is removed before it is measured again and the new one is written after its
   ``result.json``: a result is only ever trusted under the status written for it;
 * a result that is incomplete (the load stopped early) or issued no request fails the point;
-* evals (issue 13): a ``run-eval`` point is graded right after its throughput measurement on the same
+* evals: a ``run-eval`` point is graded right after its throughput measurement on the same
   launch; an ``eval-only`` point skips the throughput run (its ``status.json`` then says whether the eval
   graded). The eval's outcome is ``eval-status.json`` (pass / accuracy-fail / failed with the reason): a
   dying eval fails only its eval, other points go on; resume skips graded evals (and failed ones unless
@@ -28,13 +28,14 @@ import socket
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from infx.atomic import WriteFault, write_text
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
+from infx.pointfiles import EVAL_FILE
 from infx.results.receipt import discard_receipt, has_receipt
 from infx.sweep import events as ev
 from infx.sweep.bundle import finalise_point
@@ -46,6 +47,7 @@ from infx.sweep.interfaces import (
     PointEvaluator,
     PointMeasurer,
     RunningEngine,
+    SearchingMeasurer,
 )
 from infx.sweep.layout import (
     GroupRecord,
@@ -56,6 +58,7 @@ from infx.sweep.layout import (
     write_eval_status,
     write_model,
 )
+from infx.sweep.summary import SweepSummary
 
 Decision = Literal["run", "done", "failed"]
 
@@ -69,36 +72,8 @@ class SweepOptions:
     relaunch_per_point: bool = False  # benchmark arm: no launch reuse
     log_tail_lines: int = 40
     load_key: str | None = None  # LoadProfile.key(): stored in each status; None: load not compared on resume
-    search: bool = False  # capacity search per launch group instead of the listed points (issue 21)
+    search: bool = False  # capacity search per launch group instead of the listed points
     stop_at_saturation: bool = False  # skip an arm's higher concurrencies once one saturated
-
-
-@dataclass
-class SweepSummary:
-    done: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # gate rejects (preflight): never launched
-    reused: list[str] = field(default_factory=list)  # already measured before this invocation
-    previously_failed: list[str] = field(default_factory=list)
-    not_run: list[str] = field(default_factory=list)  # fail-fast or interruption
-    eval_failed: list[str] = field(default_factory=list)  # evals that produced no complete score
-    accuracy_failed: list[str] = field(default_factory=list)  # graded below the threshold
-    launches: int = 0
-    startup_seconds: float = 0.0
-    interrupted: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return (not self.failed and not self.not_run and not self.interrupted and not self.previously_failed
-                and not self.eval_failed and not self.accuracy_failed)
-
-    def merge(self, other: SweepSummary) -> None:
-        for name in ("done", "failed", "skipped", "reused", "previously_failed", "not_run", "eval_failed",
-                     "accuracy_failed"):
-            getattr(self, name).extend(getattr(other, name))
-        self.launches += other.launches
-        self.startup_seconds += other.startup_seconds
-        self.interrupted = self.interrupted or other.interrupted
 
 
 def decide(run_dir: RunDir, point_id: str, fingerprint: str, rerun_failed: bool = False,
@@ -135,7 +110,7 @@ def eval_done(point_dir: Path, fingerprint: str, limit: int | None, rerun_failed
         return False
     if st.state == "failed":
         return not rerun_failed
-    return (point_dir / "eval.json").is_file()
+    return (point_dir / EVAL_FILE).is_file()
 
 
 Emit = Callable[[ev.Event], None]
@@ -145,72 +120,103 @@ def _noop(_: ev.Event) -> None:
     pass
 
 
+PointFinal = Callable[[str], None]  # called with a point id once its files are final (receipt included)
+
+
+def plan_resume(run_dir: RunDir, groups: Sequence[LaunchGroup], options: SweepOptions,
+                evaluator: PointEvaluator | None = None, emit: Emit = _noop) -> tuple[list[LaunchGroup], SweepSummary]:
+    """Drop points that need no work; returns the groups left to run (possibly with fewer points) and the
+    summary of what was reused or failed before."""
+    summary = SweepSummary()
+    todo: list[LaunchGroup] = []
+    reload: list[str] = []
+    for group in groups:
+        keep: list[Point] = []
+        for point in group.points:
+            st = run_dir.read_status(point.point_id)
+            if (st is not None and st.launch_fingerprint == group.fingerprint
+                    and load_changed(st, options.load_key)):
+                reload.append(point.point_id)
+            d = decide(run_dir, point.point_id, group.fingerprint, options.rerun_failed, options.load_key,
+                       eval_only=point.eval_only and evaluator is not None)
+            if d == "done" and eval_pending(run_dir, point, group.fingerprint, evaluator, options.rerun_failed):
+                d = "run"  # measured, but its eval has not been graded on this launch yet
+            if d == "done":
+                summary.reused.append(point.point_id)
+            elif d == "failed":
+                summary.previously_failed.append(point.point_id)
+            else:
+                keep.append(point)
+        if keep:
+            todo.append(replace(group, points=keep))
+    if reload:
+        emit(ev.Note(f"{len(reload)} point(s) were measured with another load profile (requests per "
+                     f"point, lengths; or one not recorded): measuring again: {', '.join(reload)}"))
+    return todo, summary
+
+
+def eval_pending(run_dir: RunDir, point: Point, fingerprint: str, evaluator: PointEvaluator | None,
+                 rerun_failed: bool) -> bool:
+    """The point asks for an eval that has not been graded on this launch yet."""
+    if evaluator is None or not (point.run_eval or point.eval_only):
+        return False
+    return not eval_done(run_dir.point_dir(point.point_id), fingerprint, evaluator.limit, rerun_failed)
+
+
+def mark_skipped(run_dir: RunDir, rejects: dict[str, tuple[Point, str, str]], emit: Emit = _noop,
+                 on_final: PointFinal | None = None) -> list[str]:
+    """Gate rejects (``point_id -> (point, fingerprint, reason)``): ``skipped``, never launched.
+    A point that already holds a valid measurement keeps it (the gate never destroys data)."""
+    now = time.time()
+    out = []
+    for pid, (point, fp, reason) in rejects.items():
+        st = run_dir.read_status(pid)
+        if st is not None and st.state == "done" and run_dir.read_result(pid) is not None:
+            emit(ev.Note(f"point {pid}: rejected now ({reason}); its earlier result is kept"))
+            continue
+        run_dir.write_point(point, fp or None)
+        cls, _, detail = reason.partition(": ")
+        run_dir.write_status(
+            pid, PointStatus(state="skipped", reason=detail or reason, failure_class=cls,
+                             launch_fingerprint=fp or None, started_at=now, ended_at=now))
+        emit(ev.PointFinished(pid, "skipped", reason))
+        if on_final is not None:
+            on_final(pid)
+        out.append(pid)
+    return out
+
+
 class Orchestrator:
     def __init__(
         self,
         run_dir: RunDir,
-        starter: EngineStarter | None,
-        measurer: PointMeasurer | None,
+        starter: EngineStarter,
+        measurer: PointMeasurer,
         options: SweepOptions | None = None,
         emit: Emit | None = None,
         evaluator: PointEvaluator | None = None,
+        on_final: PointFinal | None = None,
     ):
         self.run_dir = run_dir
-        self.starter = starter  # None (and no measurer): an orchestrator that only plans (Slurm submission)
+        self.starter = starter
         self.measurer = measurer
         self.evaluator = evaluator
         self.options = options or SweepOptions()
         self.emit = emit or _noop
+        self.on_final = on_final  # e.g. the store's ingest, once the point's receipt is written
         self.host = socket.gethostname()
 
-    # ----------------------------------------------------------------- planning
     def plan(self, groups: Sequence[LaunchGroup]) -> tuple[list[LaunchGroup], SweepSummary]:
-        """Drop points that need no work; returns the groups left to run (possibly with fewer points)."""
-        summary = SweepSummary()
-        todo: list[LaunchGroup] = []
-        reload: list[str] = []
-        for group in groups:
-            keep: list[Point] = []
-            for point in group.points:
-                st = self.run_dir.read_status(point.point_id)
-                if (st is not None and st.launch_fingerprint == group.fingerprint
-                        and load_changed(st, self.options.load_key)):
-                    reload.append(point.point_id)
-                d = decide(self.run_dir, point.point_id, group.fingerprint, self.options.rerun_failed,
-                           self.options.load_key, eval_only=point.eval_only and self.evaluator is not None)
-                if d == "done" and self._eval_pending(point, group.fingerprint):
-                    d = "run"  # measured, but its eval has not been graded on this launch yet
-                if d == "done":
-                    summary.reused.append(point.point_id)
-                elif d == "failed":
-                    summary.previously_failed.append(point.point_id)
-                else:
-                    keep.append(point)
-            if keep:
-                todo.append(LaunchGroup(group.fingerprint, keep, group.engine, group.image, group.argv, group.launch))
-        if reload:
-            self.emit(ev.Note(f"{len(reload)} point(s) were measured with another load profile (requests per "
-                              f"point, lengths; or one not recorded): measuring again: {', '.join(reload)}"))
-        return todo, summary
+        """:func:`plan_resume` with this sweep's options."""
+        return plan_resume(self.run_dir, groups, self.options, self.evaluator, self.emit)
 
     def mark_skipped(self, rejects: dict[str, tuple[Point, str, str]]) -> list[str]:
-        """Gate rejects (``point_id -> (point, fingerprint, reason)``): ``skipped``, never launched.
-        A point that already holds a valid measurement keeps it (the gate never destroys data)."""
-        now = time.time()
-        out = []
-        for pid, (point, fp, reason) in rejects.items():
-            st = self.run_dir.read_status(pid)
-            if st is not None and st.state == "done" and self.run_dir.read_result(pid) is not None:
-                self.emit(ev.Note(f"point {pid}: rejected now ({reason}); its earlier result is kept"))
-                continue
-            self.run_dir.write_point(point, fp or None)
-            cls, _, detail = reason.partition(": ")
-            self.run_dir.write_status(
-                pid, PointStatus(state="skipped", reason=detail or reason, failure_class=cls,
-                                 launch_fingerprint=fp or None, started_at=now, ended_at=now))
-            self.emit(ev.PointFinished(pid, "skipped", reason))
-            out.append(pid)
-        return out
+        """:func:`mark_skipped` into this sweep's events and final-point hook."""
+        return mark_skipped(self.run_dir, rejects, self.emit, self.on_final)
+
+    def _final(self, point: Point) -> None:
+        if self.on_final is not None:
+            self.on_final(point.point_id)
 
     # ----------------------------------------------------------------- running
     def run(self, groups: Sequence[LaunchGroup], skipped: Sequence[str] = ()) -> SweepSummary:
@@ -241,7 +247,7 @@ class Orchestrator:
         if self.options.relaunch_per_point and len(group.points) > 1:
             out = SweepSummary()
             for point in group.points:
-                single = LaunchGroup(group.fingerprint, [point], group.engine, group.image, group.argv, group.launch)
+                single = replace(group, points=[point])
                 out.merge(self._run_one_launch(single))
             return out
         return self._run_one_launch(group)
@@ -264,7 +270,6 @@ class Orchestrator:
             try:
                 summary.launches += 1
                 try:
-                    assert self.starter is not None, "a planning-only orchestrator starts nothing"
                     engine = self.starter.start(group, log_path)
                     facts = engine.wait_ready(self.options.ready_timeout)
                 except (KeyboardInterrupt, LaunchFailed, WriteFault):
@@ -281,6 +286,7 @@ class Orchestrator:
                 record.startup = lost
                 for point in group.points:
                     self._fail(point, group, reason, exc.message, tail, summary, facts=lost)
+                    self._final(point)
                 record.state, record.reason = "failed", reason
                 self._trip_fail_fast()
                 return summary
@@ -302,13 +308,16 @@ class Orchestrator:
                           else group.points):
                 if saturated_at is not None:
                     self._skip_saturated(point, group, saturated_at, summary)
+                    self._final(point)
                     continue
                 if dead is not None:
                     self._fail(point, group, f"engine-died:{dead.kind}", "engine died earlier in this group",
                                dead.log_tail, summary)
+                    self._final(point)
                     continue
                 dead = self._measure_point(point, group, engine, facts, summary)
                 finalise_point(self.run_dir, point, group, engine, self.measurer, self.evaluator, self.emit)
+                self._final(point)  # after the receipt: the hook's reader verifies it
                 if self.options.stop_at_saturation and dead is None and point.point_id in summary.done:
                     sat, prev = self._saturated(point, prev)
                     if sat:
@@ -337,10 +346,7 @@ class Orchestrator:
             self.emit(ev.GroupFinished(group.fingerprint, record.state, record.reason))
 
     def _eval_pending(self, point: Point, fingerprint: str) -> bool:
-        if self.evaluator is None or not (point.run_eval or point.eval_only):
-            return False
-        return not eval_done(self.run_dir.point_dir(point.point_id), fingerprint, self.evaluator.limit,
-                             self.options.rerun_failed)
+        return eval_pending(self.run_dir, point, fingerprint, self.evaluator, self.options.rerun_failed)
 
     def _measure_point(self, point: Point, group: LaunchGroup, engine: RunningEngine, facts: StartupSummary,
                        summary: SweepSummary) -> LaunchFailed | None:
@@ -487,18 +493,17 @@ class Orchestrator:
         self.emit(ev.PointFinished(pid, "done", None, t.request_per_s, t.output_tok_per_s))
         return None
 
-    # ----------------------------------------------------------------- issue 21: search, saturation
+    # ----------------------------------------------------------------- search, saturation
     def _search(self, group: LaunchGroup, engine: RunningEngine) -> None:
         """The capacity search on this launch: the group's lowest-concurrency point is the template;
         the result (every probe) goes to ``RUN/search/<fingerprint>.json``."""
         from infx import atomic
 
-        searcher = getattr(self.measurer, "search", None)
-        if searcher is None:
+        if not isinstance(self.measurer, SearchingMeasurer):
             self.emit(ev.Note("this measurer cannot run a capacity search"))
             return
         template = min(group.points, key=lambda p: min(p.concs))
-        res = searcher(template, engine)
+        res = self.measurer.search(template, engine)
         if res is None:
             self.emit(ev.Note(f"{template.point_id}: its scenario declares no such SLO tier; no search"))
             return

@@ -9,15 +9,18 @@ when none is given, synthetic traces generated once into ``RUN/traces/`` (sized 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
-from infx.sweep.interfaces import LiveStats, ProgressFn
+from infx.sweep.interfaces import LiveStats, ProgressFn, RunningEngine
 from infx.sweep.profile import LoadProfile
 
+if TYPE_CHECKING:
+    from infx.loadgen.config import BenchConfig
 
-def bench_config(point: Point, engine: Any, profile: LoadProfile) -> Any:
+
+def bench_config(point: Point, engine: RunningEngine, profile: LoadProfile) -> BenchConfig:
     from infx.loadgen.config import BenchConfig
 
     conc = min(point.concs)
@@ -27,7 +30,7 @@ def bench_config(point: Point, engine: Any, profile: LoadProfile) -> Any:
         isl = min(isl, profile.max_isl)
     if profile.max_osl:
         osl = min(osl, profile.max_osl)
-    model_path = getattr(engine, "model_path", None)
+    model_path = engine.launch.model_path
     tokenizer = model_path if model_path and Path(model_path).is_dir() else None
     return BenchConfig(
         base_url=engine.base_url,
@@ -51,7 +54,7 @@ def bench_config(point: Point, engine: Any, profile: LoadProfile) -> Any:
     )
 
 
-def run_point_load(point: Point, engine: Any, point_dir: Path, profile: LoadProfile,
+def run_point_load(point: Point, engine: RunningEngine, point_dir: Path, profile: LoadProfile,
                    progress: ProgressFn | None = None) -> BenchResult:
     if point.is_agentic:
         from infx.agentic.measure import run_agentic_point
@@ -59,11 +62,10 @@ def run_point_load(point: Point, engine: Any, point_dir: Path, profile: LoadProf
         max_context = max_model_len(engine)
         traces = profile.agentic_traces or str(synthetic_traces(point_dir.parents[1] / "traces", profile.seed,
                                                                 max_context or 2048))
-        launch = getattr(engine, "launch", None)
         return run_agentic_point(point, engine.base_url, engine.served_model_name,
-                                 tokenizer_dir=getattr(engine, "model_path", None) or "", trace_file=traces,
+                                 tokenizer_dir=engine.launch.model_path, trace_file=traces,
                                  out_dir=point_dir, duration_s=profile.agentic_duration_s,
-                                 metrics_url=getattr(launch, "metrics_url", None),
+                                 metrics_url=engine.launch.metrics_url,
                                  warmup_requests_per_lane=profile.warmup_per_conc, max_context=max_context)
 
     from infx.loadgen.runner import execute
@@ -82,16 +84,14 @@ def run_point_load(point: Point, engine: Any, point_dir: Path, profile: LoadProf
     return run.result
 
 
-def max_model_len(engine: Any) -> int | None:
-    """The context the launch serves (``--max-model-len``/``--context-length`` in its argv), if it says."""
-    argv = list(getattr(getattr(engine, "launch", None), "argv", None) or [])
-    for flag in ("--max-model-len", "--context-length", "--max_seq_len"):
-        for i, a in enumerate(argv):
-            value = argv[i + 1] if a == flag and i + 1 < len(argv) else (a.split("=", 1)[1] if a.startswith(flag + "=")
-                                                                          else None)
-            if value is not None and value.isdigit():
-                return int(value)
-    return None
+def max_model_len(engine: RunningEngine) -> int | None:
+    """The context the launch serves, as its engine adapter reads it back from the argv (None: the argv does
+    not say, or no adapter renders this engine, e.g. a deployment's router)."""
+    from infx.engines.render import ADAPTERS
+
+    launch = engine.launch
+    adapter = ADAPTERS.get(launch.engine)
+    return adapter.settings(launch.argv, launch.env, launch.files).max_model_len if adapter else None
 
 
 SYNTH_FILE = "synthetic.jsonl"

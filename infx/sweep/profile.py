@@ -23,7 +23,7 @@ class LoadProfile(BaseModel):
     agentic_traces: str | None = None  # weka-format traces for agentic points; None: synthesized into the run dir
     agentic_duration_s: float | None = None  # overrides the point's duration (short CI runs)
 
-    # trials (issue 21): ``trials`` (``--trials``) overrides the catalog scenario's ``trials:``
+    # trials: ``trials`` (``--trials``) overrides the catalog scenario's ``trials:``
     # (``trials_by_point``, filled by the sweep from the catalog); default one trial
     trials: int | None = Field(None, ge=1)
     max_trials: int | None = Field(None, ge=1)  # adaptive: up to this many, until the CI target
@@ -41,7 +41,8 @@ class LoadProfile(BaseModel):
 
     @field_validator("max_trials")
     @classmethod
-    def _adaptive_ceiling(cls, v: int | None, info: ValidationInfo) -> int | None:
+    def _adaptive_ceiling(  # type: ignore[explicit-any]  # pydantic's ValidationInfo is typed with Any
+            cls, v: int | None, info: ValidationInfo) -> int | None:
         trials = info.data.get("trials") or 1
         if v is not None and v < max(trials, 2):
             raise ValueError(f"--max-trials must be >= 2 and >= --trials, not {v}")
@@ -49,7 +50,8 @@ class LoadProfile(BaseModel):
 
     @field_validator("slo_tier")
     @classmethod
-    def _tier_needs_search(cls, v: str | None, info: ValidationInfo) -> str | None:
+    def _tier_needs_search(  # type: ignore[explicit-any]  # pydantic's ValidationInfo is typed with Any
+            cls, v: str | None, info: ValidationInfo) -> str | None:
         if v is not None and info.data.get("search") is None:
             raise ValueError("--slo TIER is for --search max-concurrency")
         return v

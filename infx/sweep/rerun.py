@@ -24,7 +24,7 @@ from infx.diagnostics import Diagnostic, InfxError
 
 if TYPE_CHECKING:
     from infx.repro.payload import BundlePayload
-    from infx.sweep.driver import Prepared
+    from infx.sweep.prepare import Prepared
 
 
 class RerunRequest(BaseModel):
@@ -45,8 +45,8 @@ def prepare_rerun(bundle: Path, results: Path, run_id: str, backend: Literal["lo
     from infx.repro.diffenv import load_payload
     from infx.repro.replay import replay_launch
     from infx.results.receipt import verify_point_dir
-    from infx.sweep.driver import RunRequest, prepare
     from infx.sweep.layout import RunDir
+    from infx.sweep.prepare import RunRequest, prepare
     from infx.sweep.profile import LoadProfile
     from infx.telemetry.session import TelemetryOptions
     from infx.workspace import current

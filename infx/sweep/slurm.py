@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from infx.atomic import write_text
 from infx.diagnostics import Diagnostic, InfxError
-from infx.sweep.driver import PlannedGroup, RunPlan, save_plan
 from infx.sweep.layout import RunDir
+from infx.sweep.prepare import PlannedGroup, RunPlan, SlurmJob, save_plan
 
 JOB_SCRIPT = '#!/bin/sh\n# infx: runs its arguments (an argv, never a shell string)\nexec "$@"\n'
 
@@ -28,8 +28,9 @@ JOB_SCRIPT = '#!/bin/sh\n# infx: runs its arguments (an argv, never a shell stri
 class Submission:
     job_id: str
     groups: list[str]  # fingerprints, in array-index order
-    gpus: int
+    gpus: int  # per node
     argv: list[str]
+    nodes: int = 1
 
 
 def _need(tool: str) -> str:
@@ -86,8 +87,8 @@ def submit(run_dir: RunDir, plan: RunPlan, groups: Sequence[PlannedGroup] | None
         if proc.returncode != 0:
             raise InfxError(Diagnostic(f"sbatch failed (exit {proc.returncode}): {proc.stderr.strip()[:400]}"))
         job_id = proc.stdout.strip().split(";")[0]
-        subs.append(Submission(job_id, [g.fingerprint for g in gs], gpus, argv))
-    plan.slurm_jobs.extend({"job_id": s.job_id, "groups": s.groups, "gpus": s.gpus} for s in subs)
+        subs.append(Submission(job_id, [g.fingerprint for g in gs], gpus, argv, nodes))
+    plan.slurm_jobs.extend(SlurmJob(job_id=s.job_id, groups=s.groups, gpus=s.gpus, nodes=s.nodes) for s in subs)
     save_plan(run_dir, plan)
     return subs
 
@@ -161,10 +162,10 @@ def finished_states(job_ids: Sequence[str]) -> dict[str, str]:
 def group_queue_state(plan: RunPlan, fingerprint: str, queue: dict[str, str]) -> str | None:
     """PENDING / RUNNING for the job (or array task) that owns ``fingerprint``, if Slurm still lists it."""
     for job in reversed(plan.slurm_jobs):  # the latest submission wins
-        groups = job.get("groups", [])
+        groups = job.groups
         if fingerprint not in groups:
             continue
-        jid = str(job["job_id"])
+        jid = job.job_id
         if len(groups) == 1:
             return queue.get(jid)
         idx = groups.index(fingerprint)

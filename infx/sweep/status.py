@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal
 
 from infx.diagnostics import Diagnostic, InfxError, warn
 from infx.metrics.sections import RoleAcceptance, SpecDecodeLabel
-from infx.results.layout import MANIFEST, RESULT_FILE, PointFile, ResultsDir
+from infx.results.layout import MANIFEST, RESULT_FILE, PointFile, ResultsDir, StartupSummary
 from infx.sweep.layout import GroupRecord, RunDir, read_eval_status
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ class PointState:
     eval: str = ""  # run-eval points: "pass 0.812 (>= 0.8)", "accuracy-fail 0.012 (< 0.8)", "failed: ...", "pending"
     # done points: "$0.325/Mtok" in the cost table's tier (read time, infx.analysis.cost), or "not priced: ..."
     cost: str = ""
-    trials: str = ""  # done points: "3 trials: 463 tok/s ±7.8%" (output throughput, 95 % CI; issue 21)
+    trials: str = ""  # done points: "3 trials: 463 tok/s ±7.8%" (output throughput, 95 % CI)
     # done spec-decoding points: "measured: AL 2.81 [2.70, 2.93], 60% accepted" or "synthetic (AL 3.51, via ...)"
     acceptance: str = ""
 
@@ -84,7 +84,7 @@ def quarantined(path: str | Path, store: str | None = None) -> list[QuarantineEn
 
 def run_state(rd: RunDir, cost: CostCell | None = None) -> RunState:
     from infx.sweep import slurm
-    from infx.sweep.driver import load_plan
+    from infx.sweep.prepare import load_plan
 
     plan = None
     if rd.plan_file.is_file():
@@ -102,7 +102,7 @@ def run_state(rd: RunDir, cost: CostCell | None = None) -> RunState:
     for grp in records.values():
         for pid in grp.point_ids:
             group_of.setdefault(pid, grp.fingerprint)
-    job_ids = [str(j["job_id"]) for j in plan.slurm_jobs] if plan is not None else []
+    job_ids = [j.job_id for j in plan.slurm_jobs] if plan is not None else []
     queue = slurm.queue_states(job_ids) if job_ids else {}
     jobs: dict[str, str] = {}
     if job_ids:
@@ -210,9 +210,9 @@ def eval_text(point_dir: Path, wants_eval: bool) -> str:
     return f"{st.state} {score:.3f}{gate}" if score is not None else st.state
 
 
-def kv_text(startup: object) -> str:
+def kv_text(startup: StartupSummary | None) -> str:
     """The stored KV-capacity comparison (``infx.preflight.calibration``) as ``predicted/logged (status)``."""
-    other = getattr(startup, "other", None) or {}
+    other = startup.other if startup is not None else {}
     if "kv_prediction" not in other:
         return ""
     pred, logged = other.get("kv_tokens_predicted"), other.get("kv_tokens_logged")

@@ -131,8 +131,9 @@ def test_cpu_disagg_deployment_local(tmp_path: Path, tiny_model_dir: Path) -> No
 def test_killed_role_is_a_classified_deployment_failure(tmp_path: Path, tiny_model_dir: Path) -> None:
     """A role killed while the deployment comes up fails its group with the role named; every other role is
     stopped. (The orchestrator already lets other groups go on after a failed launch.)"""
-    from infx.sweep.driver import RunRequest, prepare, run_local
+    from infx.sweep.execute import Wiring, run_sweep
     from infx.sweep.local import LocalMeasurer, LocalStarter
+    from infx.sweep.prepare import RunRequest, prepare
     from infx.sweep.rendering import renderer_at_port
 
     class KillingStarter(LocalStarter):
@@ -148,7 +149,7 @@ def test_killed_role_is_a_classified_deployment_failure(tmp_path: Path, tiny_mod
                      run_id="pd-kill", ready_timeout=300)
     prep = prepare(req)
     starter = KillingStarter(renderer_at_port(None))
-    summary = run_local(prep, starter, LocalMeasurer())
+    summary = run_sweep(prep, Wiring(starter, LocalMeasurer()))
     assert len(summary.failed) == 1
     st = prep.run_dir.read_status(summary.failed[0])
     assert st is not None and st.state == "failed"

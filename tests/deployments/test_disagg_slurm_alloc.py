@@ -8,8 +8,8 @@ import pytest
 
 from infx.sweep import slurm
 from infx.sweep.deployment import allocation
-from infx.sweep.driver import PlannedGroup
 from infx.sweep.layout import RunDir
+from infx.sweep.prepare import PlannedGroup
 
 
 def test_allocation_of_real_rows(compat: Path) -> None:
@@ -102,3 +102,30 @@ def test_role_step_carries_its_placement(monkeypatch: pytest.MonkeyPatch) -> Non
     argv = step_argv("decode", ["python", "-m", "x"], RolePlacement(first_node=2, nodes=1, ntasks=1, gpus_per_task=8))
     assert "--relative=2" in argv and "--gpus-per-task=8" in argv and "--nodes=1" in argv
     assert "--relative=0" in step_argv("router", ["r"])
+
+
+def test_a_cpu_deployment_on_a_two_node_fleet_takes_a_node_per_pool(tmp_path: Path) -> None:
+    import yaml
+
+    from infx.engines.disagg.placement import place
+    from infx.sweep.prepare import RunRequest, planned_groups, prepare
+
+    repo = Path(__file__).resolve().parents[2]
+    runners = yaml.safe_load((repo / "configs/runners.yaml").read_text())
+    req = dict(config_files=[str(repo / "configs/cpu-master.yaml")], config_keys=["disagg-tinyllama-bf16-cpu-vllm"],
+               results=str(tmp_path), preflight=False)
+    one = prepare(RunRequest(runner_config=str(repo / "configs/runners.yaml"), **req))  # type: ignore[arg-type]
+    assert [(g.nodes, g.gpus) for g in planned_groups(one)] == [(1, 0)]  # no nodes declared: one node
+    for fleet in ("local", "cluster:local"):
+        runners["hardware"][fleet]["nodes"] = 2
+    (tmp_path / "runners.yaml").write_text(yaml.safe_dump(runners))
+    two = prepare(RunRequest(runner_config=str(tmp_path / "runners.yaml"), **req))  # type: ignore[arg-type]
+    assert [(g.nodes, g.gpus) for g in planned_groups(two)] == [(2, 0)]
+    dep = two.groups[0].launch
+    from infx.engines.disagg.model import Deployment
+
+    assert isinstance(dep, Deployment)
+    placed = place(dep, None, job_nodes=2)
+    assert (placed["prefill"].first_node, placed["decode"].first_node) == (0, 1)
+    assert {placed[r.name].first_node for r in dep.roles if r.kind not in ("prefill", "decode")} == {0}
+    assert {r.first_node for r in place(dep, None, job_nodes=1).values()} == {0}

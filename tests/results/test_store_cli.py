@@ -209,7 +209,7 @@ def test_status_lists_the_quarantine(seed_results: ResultsDir) -> None:
 
 def test_an_append_only_run_is_recorded_in_its_manifest(tmp_path: Path) -> None:
     """``infx run --append-only``: the run's manifest carries the flag the store chains on; resuming keeps it."""
-    from infx.sweep.driver import RunRequest, prepare, start_invocation
+    from infx.sweep.prepare import RunRequest, prepare, start_invocation
 
     repo = Path(__file__).resolve().parents[2]
     req = RunRequest(config_files=[str(repo / "configs" / "cpu-master.yaml")],

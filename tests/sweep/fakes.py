@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult, Metrics, Stat, Throughput
@@ -41,7 +42,10 @@ def make_result(issued: int = 8, failed: int = 0, out_tok_s: float = 100.0) -> B
 
 
 class FakeEngine:
-    def __init__(self, behaviour: str, log_path: Path, die_after: int | None = None):
+    def __init__(self, behaviour: str, log_path: Path, die_after: int | None = None, launch: object = None):
+        # the group's rendered launch (a test's stand-in), else a bare one: no flags, no metrics page
+        self.launch = launch if launch is not None else SimpleNamespace(argv=[], env={}, model_path="tiny",
+                                                                        metrics_url="", fingerprint="fake")
         self.behaviour = behaviour
         self.base_url = "http://127.0.0.1:1"
         self.served_model_name = "tiny"
@@ -99,7 +103,7 @@ class FakeStarter:
             log_path.write_text("error: unrecognized arguments: --bogus\n")
             raise LaunchFailed("bad-argument", "engine exited with code 2", "error: unrecognized arguments: --bogus\n")
         die_after = int(b.split(":")[1]) if b.startswith("die:") else None
-        eng = FakeEngine(b, log_path, die_after)
+        eng = FakeEngine(b, log_path, die_after, group.launch)
         self.engines.append(eng)
         return eng
 
@@ -111,6 +115,8 @@ class FakeMeasurer:
     failed: dict[str, int] = field(default_factory=dict)
     raises: set[str] = field(default_factory=set)
     measured: list[str] = field(default_factory=list)
+    load: None = None  # no load profile or telemetry to record in the bundles
+    telemetry: None = None
 
     def measure(self, point: Point, engine: FakeEngine, point_dir: Path, progress=None) -> BenchResult:
         self.measured.append(point.point_id)

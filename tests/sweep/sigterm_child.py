@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fakes import FakeMeasurer, FakeStarter, make_point
 
-from infx.sweep.execution import EXIT_INTERRUPTED, sigterm_as_interrupt
+from infx.sweep.execute import EXIT_INTERRUPTED, sigterm_as_interrupt
 from infx.sweep.grouping import group_points
 from infx.sweep.layout import RunDir
 from infx.sweep.orchestrator import Orchestrator

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 from infx.results.layout import StartupSummary
-from infx.sweep.driver import RunRequest, make_renderer, prepare
 from infx.sweep.layout import PointStatus
 from infx.sweep.local import kv_calibrator
 from infx.sweep.manifest import new_manifest
+from infx.sweep.prepare import RunRequest, make_renderer, prepare
 from infx.sweep.status import kv_text, run_state
 
 REPO = Path(__file__).resolve().parents[2]

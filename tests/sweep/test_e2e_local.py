@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from infx.matrix.point import Point
-from infx.sweep.driver import LoadProfile, RunRequest, prepare, run_local
+from infx.sweep.execute import Wiring, run_sweep
 from infx.sweep.layout import RunDir
 from infx.sweep.local import LocalMeasurer, LocalStarter
+from infx.sweep.prepare import LoadProfile, RunRequest, prepare
 from infx.sweep.rendering import renderer_at_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -144,7 +145,7 @@ def test_faults_fail_exactly_their_group(tmp_path: Path, tiny_model_dir: Path) -
     prep = prepare(req, points=points, render=lambda p: render(p, 8000))
     assert len(prep.groups) == 4
     starter = LocalStarter(render, ready_timeout_for=lambda g: 20.0 if g.point_ids[0].startswith("never") else None)
-    summary = run_local(prep, starter, KillingMeasurer(req.load))
+    summary = run_sweep(prep, Wiring(starter, KillingMeasurer(req.load)))
     rd = prep.run_dir
 
     def status(pid: str):  # type: ignore[no-untyped-def]

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infx.sweep.driver import ChangelogSelection, RunRequest, prepare, run_local
+from infx.sweep.execute import Wiring, run_sweep
+from infx.sweep.prepare import ChangelogSelection, RunRequest, prepare
 from tests.changelog.helpers import GitRepo
 
 from .fakes import FakeMeasurer, FakeStarter
@@ -45,7 +46,7 @@ def _run(tmp_path: Path, master: Path, runners: Path, keys: list[str]):  # type:
                      results=str(tmp_path / "results"), run_id="gated", workspace=str(tmp_path))
     prep = prepare(req)
     starter = FakeStarter()
-    summary = run_local(prep, starter, FakeMeasurer())
+    summary = run_sweep(prep, Wiring(starter, FakeMeasurer()))
     return prep, starter, summary
 
 
@@ -162,7 +163,7 @@ def test_run_changelog_through_the_driver_launches_only_the_change(tmp_path: Pat
                      changelog=ChangelogSelection(repo=str(repo.path), base_ref=base, head_ref=head))
     prep = prepare(req)
     starter, measurer = FakeStarter(), FakeMeasurer()
-    summary = run_local(prep, starter, measurer)
+    summary = run_sweep(prep, Wiring(starter, measurer))
     assert sorted(measurer.measured) == sorted(_matrix_ids(repo, base, head)) == sorted(summary.done)
     assert len(starter.started) == 1 and prep.run_id.startswith("changelog-")
 

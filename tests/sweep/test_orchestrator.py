@@ -332,7 +332,7 @@ def test_status_without_a_load_profile_is_remeasured_when_one_is_set(tmp_path):
 
 
 def test_load_profile_key_follows_the_requests_per_point():
-    from infx.sweep.driver import LoadProfile, RunRequest, options_of
+    from infx.sweep.prepare import LoadProfile, RunRequest, options_of
 
     assert LoadProfile().key() == LoadProfile().key()
     assert LoadProfile(prompts_per_conc=3).key() != LoadProfile().key()

@@ -33,6 +33,8 @@ def _fresh_first_ports(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 class Measurer:
+    load = telemetry = None  # nothing to record in the bundles
+
     def __init__(self) -> None:
         self.urls: list[str] = []
 

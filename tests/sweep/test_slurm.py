@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from infx.sweep import slurm
-from infx.sweep.driver import PlannedGroup, RunPlan, RunRequest
 from infx.sweep.layout import RunDir
+from infx.sweep.prepare import PlannedGroup, RunPlan, RunRequest, SlurmJob
 
 REPO = Path(__file__).resolve().parents[2]
 SLURM_SH = REPO / ".ci" / "slurm.sh"
@@ -52,7 +52,7 @@ def test_pick_groups_by_array_index(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_group_queue_state_maps_array_tasks() -> None:
     plan = _plan([PlannedGroup(fingerprint=c * 64, point_ids=[c]) for c in "ab"])
-    plan.slurm_jobs.append({"job_id": "7", "groups": ["a" * 64, "b" * 64], "gpus": 0})
+    plan.slurm_jobs.append(SlurmJob(job_id="7", groups=["a" * 64, "b" * 64], gpus=0))
     assert slurm.group_queue_state(plan, "a" * 64, {"7_0": "RUNNING", "7_[1]": "PENDING"}) == "RUNNING"
     assert slurm.group_queue_state(plan, "b" * 64, {"7_0": "RUNNING", "7_[1]": "PENDING"}) == "PENDING"
     assert slurm.group_queue_state(plan, "b" * 64, {}) is None
@@ -117,7 +117,7 @@ def test_sweep_through_real_slurm(tmp_path: Path, tiny_model_dir: Path, local_sl
 
 
 def test_run_group_starts_nothing_after_fail_fast(tmp_path: Path) -> None:
-    from infx.sweep.driver import save_plan
+    from infx.sweep.prepare import save_plan
 
     rd = RunDir(tmp_path, "r1")
     plan = _plan([PlannedGroup(fingerprint="a" * 64, point_ids=["p"])])
@@ -130,7 +130,7 @@ def test_run_group_starts_nothing_after_fail_fast(tmp_path: Path) -> None:
 
 
 def test_unknown_group_is_a_diagnostic(tmp_path: Path) -> None:
-    from infx.sweep.driver import save_plan
+    from infx.sweep.prepare import save_plan
 
     rd = RunDir(tmp_path, "r1")
     save_plan(rd, _plan([PlannedGroup(fingerprint="a" * 64, point_ids=["p"])]))

@@ -25,8 +25,8 @@ def test_measure_with_telemetry(tiny_model_dir: Path, tmp_path: Path, monkeypatc
     point = fixed_point(2, 4)  # TP=2: two devices expected, sampled as --id=0,1
     profile = LoadProfile(prompts_per_conc=4, max_isl=32, max_osl=64)
     with SyntheticServer(ttft_s=0.01, token_interval_s=0.002) as srv:
-        engine = SimpleNamespace(base_url=srv.base_url, served_model_name="m", model_path=str(tiny_model_dir),
-                                 launch=SimpleNamespace(metrics_url=None, env={}, argv=[]))
+        launch = SimpleNamespace(metrics_url=None, env={}, argv=[], model_path=str(tiny_model_dir))
+        engine = SimpleNamespace(base_url=srv.base_url, served_model_name="m", launch=launch)
         result = LocalMeasurer(profile, telemetry=TelemetryOptions(gpu="nvidia", cpu_energy=False)).measure(
             point, engine, tmp_path / "point")
     t = result.extra.telemetry

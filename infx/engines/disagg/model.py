@@ -67,7 +67,7 @@ class Deployment(_Model):
     notes: list[str] = Field(default_factory=list)  # honest caveats printed with the plan
     fingerprint: str = ""
 
-    # -- the attributes the sweep reads from a Launch ----------------------------------------------
+    # -- what the sweep reads from a Launch (infx.engines.servable.Servable) --------------------------
     def role(self, name: str) -> Role:
         for r in self.roles:
             if r.name == name:
@@ -85,6 +85,10 @@ class Deployment(_Model):
     @property
     def recipe(self) -> str:
         return self.entry_launch.recipe
+
+    @property
+    def recipe_file(self) -> str | None:
+        return self.entry_launch.recipe_file
 
     @property
     def image(self) -> str:

@@ -4,9 +4,10 @@ The allocation holds every node the worker pools take, each pool on nodes of its
 runs disaggregated rows, and as :func:`infx.sweep.deployment.allocation` sizes the ``sbatch``): the
 prefill pool from node 0, the decode pool on the nodes after it. A pool of ``count`` instances of ``g``
 GPUs takes ``ceil(count x g / gpus_per_node)`` nodes and runs as one step of ``count`` tasks with ``g``
-GPUs each (an instance larger than a node: one task per node, all of that node's GPUs). Routers,
-frontends, infrastructure and CPU-only workers run on node 0. Steps are pinned with ``srun --relative``:
-the node offset inside the job's node list.
+GPUs each (an instance larger than a node: one task per node, all of that node's GPUs). A job without GPUs
+but with a node per pool (a CPU fleet that declares ``nodes`` in runners.yaml) puts each worker pool on a
+node of its own the same way. Routers, frontends and infrastructure run on node 0. Steps are pinned with
+``srun --relative``: the node offset inside the job's node list.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ def place(deployment: Deployment, gpus_per_node: int | None, job_nodes: int | No
     Raises :class:`PlacementError` when the pools need more nodes than the job has."""
     out: dict[str, RolePlacement] = {}
     cursor = 0
+    if not gpus_per_node and job_nodes is not None and job_nodes > 1:  # CPU workers: a node per pool
+        for role in deployment.roles:
+            if role.kind in ("prefill", "decode") and cursor < job_nodes:
+                out[role.name] = RolePlacement(first_node=cursor, ntasks=role.count)
+                cursor += 1
+            else:
+                out[role.name] = RolePlacement()
+        return out
     for role in deployment.roles:
         if role.kind not in ("prefill", "decode") or not role.gpus or not gpus_per_node:
             out[role.name] = RolePlacement()

@@ -1,4 +1,4 @@
-"""schema 7 (issue 21): every trial of a point, and the packed 95 % intervals the analysis reads."""
+"""schema 7: every trial of a point, and the packed 95 % intervals the analysis reads."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""schema 8 (issue 23, the team store): curve scopes and append-only runs (snapshots), the quarantine of rows
+"""schema 8 (the team store): curve scopes and append-only runs (snapshots), the quarantine of rows
 ingest refused, and the import order of published files as a column (PostgreSQL has no ``rowid``).
 
 Points already in the store get their recipe fingerprint and scope key here, computed from their ``point_json``

@@ -10,16 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from infx.sweep.driver import (
+from infx.sweep.execute import Wiring, run_sweep
+from infx.sweep.grouping import group_points
+from infx.sweep.layout import GroupRecord, RunDir, write_model
+from infx.sweep.orchestrator import Orchestrator
+from infx.sweep.prepare import (
     LoadProfile,
     RunRequest,
     default_run_id,
     prepare,
-    run_local,
 )
-from infx.sweep.grouping import group_points
-from infx.sweep.layout import GroupRecord, RunDir, write_model
-from infx.sweep.orchestrator import Orchestrator
 from infx.sweep.progress import Progress
 from infx.sweep.status import run_state
 
@@ -62,7 +62,7 @@ def test_render_failure_is_a_gate_reject_with_zero_launches(tmp_path):
     prep = prepare(_req(tmp_path), points=pts, render=_render)
     assert [g.point_ids for g in prep.groups] == [["a-tp1-c1", "a-tp1-c2"]]
     starter = FakeStarter()
-    s = run_local(prep, starter, FakeMeasurer())
+    s = run_sweep(prep, Wiring(starter, FakeMeasurer()))
     assert s.skipped == ["nope-tp1-c1"] and len(starter.started) == 1 and len(s.done) == 2
     st = prep.run_dir.read_status("nope-tp1-c1")
     assert st.state == "skipped" and st.failure_class == "render" and "no recipe" in st.reason
@@ -73,13 +73,13 @@ def test_render_failure_is_a_gate_reject_with_zero_launches(tmp_path):
 def test_gate_reject_never_destroys_an_earlier_result(tmp_path):
     pts = [make_point("a", 1, 1)]
     prep = prepare(_req(tmp_path), points=pts, render=_render)
-    run_local(prep, FakeStarter(), FakeMeasurer())
+    run_sweep(prep, Wiring(FakeStarter(), FakeMeasurer()))
     first_start = prep.run_dir.read_manifest().started_at
     # the recipe no longer renders the point: it is rejected, but its measurement stays
     orch = Orchestrator(prep.run_dir, FakeStarter(), FakeMeasurer())
     assert orch.mark_skipped({"a-tp1-c1": (pts[0], "", "render: gone")}) == []
     assert prep.run_dir.read_status("a-tp1-c1").state == "done"
-    run_local(prep, FakeStarter(), FakeMeasurer())
+    run_sweep(prep, Wiring(FakeStarter(), FakeMeasurer()))
     assert prep.run_dir.read_manifest().started_at == first_start  # resuming keeps the first start
 
 
@@ -90,12 +90,12 @@ def test_pull_request_run_is_marked_unofficial_with_its_baseline(tmp_path):
     pts = [make_point("a", 1, 1)]
     prep = prepare(_req(tmp_path / "pr", pr=PullRequest(number=3326), baseline_run="official",
                         description="TP=2 arm"), points=pts, render=_render)
-    run_local(prep, FakeStarter(), FakeMeasurer())
+    run_sweep(prep, Wiring(FakeStarter(), FakeMeasurer()))
     m = prep.run_dir.read_manifest()
     assert not m.official and m.pr is not None and m.pr.number == 3326
     assert m.baseline_run == "official" and m.description == "TP=2 arm"
     plain = prepare(_req(tmp_path / "official"), points=pts, render=_render)
-    run_local(plain, FakeStarter(), FakeMeasurer())
+    run_sweep(plain, Wiring(FakeStarter(), FakeMeasurer()))
     assert plain.run_dir.read_manifest().official and plain.run_dir.read_manifest().pr is None
 
 
@@ -198,8 +198,11 @@ def test_trials_reach_the_load_generator_from_flag_or_catalog(tmp_path):
     from infx.sweep.point_load import bench_config
     from infx.sweep.profile import LoadProfile
 
+    class Launch:
+        model_path = "m"
+
     class Engine:
-        base_url, served_model_name = "http://127.0.0.1:1", "m"
+        base_url, served_model_name, launch = "http://127.0.0.1:1", "m", Launch()
 
     p = make_point("a", 1, 4)
     assert bench_config(p, Engine(), LoadProfile()).trials == 1
@@ -286,3 +289,45 @@ def test_run_search_needs_a_declared_tier(tmp_path):
     assert "configs/cpu-master.yaml" in r.stderr
     r = _infx(*base)
     assert r.returncode == 2 and "needs --slo TIER" in r.stderr
+
+
+def test_each_point_is_final_after_its_receipt_and_ingest_refuses_a_broken_one(tmp_path):
+    """The point-final hook (what a local run ingests from) runs once per point, after the receipt is written;
+    the store's ingest verifies that receipt and refuses a point whose files no longer match it."""
+    from infx.results.receipt import RECEIPT_FILE
+    from infx.results.store import ingest_point
+
+    pts = [make_point("a", 1, 1), make_point("a", 1, 2), make_point("nope", 1, 1)]
+    prep = prepare(_req(tmp_path), points=pts, render=_render)
+    seen: list[tuple[str, str | None, bool]] = []
+
+    def final(pid: str) -> None:
+        st = prep.run_dir.read_status(pid)
+        seen.append((pid, st.state if st else None, (prep.run_dir.point_dir(pid) / RECEIPT_FILE).is_file()))
+
+    run_sweep(prep, Wiring(FakeStarter(), FakeMeasurer()), on_final=final)
+    assert sorted(seen) == [("a-tp1-c1", "done", True), ("a-tp1-c2", "done", True), ("nope-tp1-c1", "skipped", False)]
+    pdir = prep.run_dir.point_dir("a-tp1-c1")
+    (pdir / "result.json").write_text((pdir / "result.json").read_text().replace("}", " }", 1))
+    rep = ingest_point(tmp_path, "r", "a-tp1-c1")
+    assert rep.ingested == 0 and any("receipt" in str(d) for d in rep.problems)
+    assert ingest_point(tmp_path, "r", "a-tp1-c2").ingested == 1
+
+
+def test_prepare_reads_the_catalog_and_the_runners_once(tmp_path, monkeypatch):
+    import infx.catalog
+    import infx.catalog.loader as loader
+    import infx.catalog.runners as runners
+
+    calls: list[str] = []
+    real_catalog, real_runners = loader.load_catalog, runners.load_runners
+    for mod in (infx.catalog, loader):  # every name the functions are reached by
+        monkeypatch.setattr(mod, "load_catalog", lambda *a, **k: calls.append("catalog") or real_catalog(*a, **k))
+    for mod in (infx.catalog, runners):
+        monkeypatch.setattr(mod, "load_runners", lambda *a, **k: calls.append("runners") or real_runners(*a, **k))
+    req = RunRequest(config_files=[str(REPO / "configs/cpu-master.yaml")],
+                     runner_config=str(REPO / "configs/runners.yaml"),
+                     config_keys=["tinyllama-bf16-cpu-vllm"], results=str(tmp_path))
+    prep = prepare(req)
+    assert prep.points and prep.runners is not None and prep.gpus_per_node["local"] == 1
+    assert sorted(calls) == ["catalog", "runners"]

@@ -1,9 +1,10 @@
-"""From a catalog selection to launch groups, and running them locally (Slurm: :mod:`infx.sweep.slurm`).
+"""From a request to launch groups: what ``infx run`` prepares before anything starts.
 
-``prepare`` selects the points (matrix stage), gates them (preflight stage; rendering failures are gate
-failures too: such a point costs zero launches), renders each point's launch (engines stage) and groups
-the points by launch fingerprint. ``run_local`` writes the manifest and runs the groups one after another.
-The plan (``plan.json``) records everything a Slurm node needs to run one group of it again.
+``prepare`` loads the catalog and runners once (:class:`~infx.matrix.select.Selection`), selects the points
+(matrix stage), renders each point's launch (engines stage), gates them (preflight stage; a rendering failure
+is a gate failure too: such a point costs zero launches) and groups the points by launch fingerprint. The plan
+(``plan.json``, :func:`planned_groups`) records everything a Slurm node needs to run one group of it again,
+with the nodes and GPUs per node of each. Running the groups is :mod:`infx.sweep.execute`'s.
 """
 
 from __future__ import annotations
@@ -16,24 +17,32 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from infx.atomic import write_text
 from infx.diagnostics import Diagnostic, InfxError
 from infx.matrix.point import Point
 from infx.results.layout import PullRequest
 from infx.sweep.grouping import LaunchGroup, group_points
-from infx.sweep.interfaces import EngineStarter, PointEvaluator, PointMeasurer
 from infx.sweep.layout import RunDir, RunManifest
 from infx.sweep.manifest import merge_engine_versions, new_manifest
-from infx.sweep.orchestrator import Emit, Orchestrator, SweepOptions, SweepSummary
+from infx.sweep.orchestrator import SweepOptions
 from infx.sweep.profile import LoadProfile
 from infx.telemetry.session import TelemetryOptions
 from infx.workspace import Workspace
 from infx.workspace import at as ws_at
 from infx.workspace import current as current_workspace
+
+if TYPE_CHECKING:
+    from infx.catalog.runners import RunnerConfig
+    from infx.engines.disagg.model import Deployment
+    from infx.engines.launch import Launch
+    from infx.matrix.select import Selection
+    from infx.preflight.verdict import PointVerdict
+
+    Render = Callable[[Point], Launch | Deployment]
 
 Evals = Literal["default", "none", "evals-only", "all"]
 
@@ -98,15 +107,24 @@ class PlannedGroup(BaseModel):
     nodes: int = 1  # a multinode deployment: one allocation across nodes (Slurm --nodes)
 
 
+class SlurmJob(BaseModel):
+    """One submission: an sbatch job (or array) over groups with the same nodes and GPUs per node."""
+
+    job_id: str
+    groups: list[str]  # fingerprints, in array-index order
+    gpus: int = 0  # per node
+    nodes: int = 1
+
+
 class RunPlan(BaseModel):
     """``plan.json``: the request, the point rows and the launch groups, in run order."""
 
     request: RunRequest
     run_id: str
-    points: dict[str, dict[str, Any]]  # point-id -> Point.to_row()
+    points: dict[str, dict[str, JsonValue]]  # point-id -> Point.to_row()
     groups: list[PlannedGroup]
     created_at: float
-    slurm_jobs: list[dict[str, Any]] = Field(default_factory=list)  # {job_id, groups: [fp...], gpus}
+    slurm_jobs: list[SlurmJob] = Field(default_factory=list)
 
     def point(self, pid: str) -> Point:
         return Point.from_row(self.points[pid])
@@ -119,7 +137,14 @@ class Prepared:
     points: list[Point]
     groups: list[LaunchGroup]
     rejects: dict[str, tuple[Point, str, str]] = field(default_factory=dict)  # pid -> (point, fp, reason)
-    runners: Any = None
+    runners: RunnerConfig | None = None  # the request's runners.yaml, loaded once
+
+    @property
+    def gpus_per_node(self) -> dict[str, int]:
+        """Runner label -> GPUs of one node, where the runners declare it."""
+        if self.runners is None:
+            return {}
+        return {name: hw.gpus_per_node for name, hw in self.runners.hardware.items()}
 
     @property
     def run_dir(self) -> RunDir:
@@ -140,7 +165,22 @@ def default_run_id(config_keys: Sequence[str], evals: str = "none") -> str:
     return safe
 
 
-def select(request: RunRequest) -> list[Point]:
+def load_selection(request: RunRequest) -> tuple[Selection | None, RunnerConfig | None]:
+    """The request's catalog with its runners (None without catalog files), and its runners (None without a
+    runners.yaml): each file read once per prepare."""
+    from infx.matrix.select import Selection
+
+    if request.config_files:
+        chosen = Selection.load(request.config_files, request.runner_config)
+        return chosen, chosen.runners
+    if request.runner_config:
+        from infx.catalog import load_runners
+
+        return None, load_runners(request.runner_config)
+    return None, None
+
+
+def select(request: RunRequest, chosen: Selection | None = None) -> list[Point]:
     if request.changelog is not None:
         from infx.changelog.gate import changelog_points
 
@@ -150,17 +190,19 @@ def select(request: RunRequest) -> list[Point]:
                                 all_evals=request.evals == "all", evals_only=request.evals == "evals-only",
                                 trim_conc=c.trim_conc)
         return [p for p in points if request.conc is None or set(p.concs) & set(request.conc)]
-    from infx.matrix.select import select_points
+    if chosen is None:
+        from infx.matrix.select import Selection
 
-    return select_points(request.config_files, request.runner_config, request.config_keys, evals=request.evals,
-                         conc=request.conc)
+        chosen = Selection.load(request.config_files, request.runner_config)
+    return chosen.points(request.config_keys, evals=request.evals, conc=request.conc)
 
 
-def make_renderer(recipes_path: str | None, workspace: Workspace | None = None) -> Callable[[Point], Any]:
+def make_renderer(recipes_path: str | None, workspace: Workspace | None = None,
+                  runtimes: dict[str, str] | None = None) -> Render:
     """``point -> Launch`` on the placeholder port (fingerprints leave the port out)."""
     from infx.sweep.rendering import renderer_at_port
 
-    at_port = renderer_at_port(recipes_path, workspace)
+    at_port = renderer_at_port(recipes_path, workspace, runtimes)
     return lambda point: at_port(point, 8000)
 
 
@@ -169,20 +211,21 @@ def workspace_of(request: RunRequest) -> Workspace:
     return ws_at(request.workspace) if request.workspace else current_workspace()
 
 
-def gate(points: list[Point], request: RunRequest, render: Callable[[Point], Any],
-         ) -> tuple[list[tuple[Point, Any]], dict[str, tuple[Point, str, str]]]:
+def gate(points: list[Point], request: RunRequest, render: Render, chosen: Selection | None = None,
+         runners: RunnerConfig | None = None,
+         ) -> tuple[list[tuple[Point, Launch | Deployment]], dict[str, tuple[Point, str, str]]]:
     """Render every point (a point no recipe can render is rejected) and run the preflight gate.
 
     Returns the (point, launch) pairs that pass and the rejects ``pid -> (point, fingerprint, reason)``.
     """
-    ok: list[tuple[Point, Any]] = []
+    ok: list[tuple[Point, Launch | Deployment]] = []
     rejects: dict[str, tuple[Point, str, str]] = {}
     for p in points:
         try:
             ok.append((p, render(p)))
         except InfxError as exc:
             rejects[p.point_id] = (p, "", f"render: {exc.diagnostics[0].message if exc.diagnostics else exc}")
-    verdicts = (_preflight([p for p, _ in ok], request, {p.point_id: launch for p, launch in ok})
+    verdicts = (_preflight([p for p, _ in ok], request, {p.point_id: launch for p, launch in ok}, chosen, runners)
                 if request.preflight else {})
     if verdicts:
         keep = []
@@ -198,7 +241,8 @@ def gate(points: list[Point], request: RunRequest, render: Callable[[Point], Any
     return ok, rejects
 
 
-def _preflight(points: list[Point], request: RunRequest, launches: dict[str, Any]) -> dict[str, Any]:
+def _preflight(points: list[Point], request: RunRequest, launches: dict[str, Launch | Deployment],
+               chosen: Selection | None, runners: RunnerConfig | None) -> dict[str, PointVerdict]:
     """Verdicts by point id from the preflight stage when it is installed, else none (schema validation
     already happened while selecting)."""
     if not points:
@@ -207,16 +251,10 @@ def _preflight(points: list[Point], request: RunRequest, launches: dict[str, Any
         from infx.preflight.gate import preflight_points
     except ImportError:
         return {}
+    from infx.engines.recipes import recipe_files as resolve_recipe_files
     from infx.preflight.cards import load_cards
     from infx.preflight.checks import PlaceholderScan
     from infx.preflight.gate import PreflightOptions
-
-    runners = None
-    if request.runner_config:
-        from infx.catalog import load_runners
-
-        runners = load_runners(request.runner_config)
-    from infx.engines.recipes import recipe_files as resolve_recipe_files
 
     ws = workspace_of(request)
     recipe_files = [str(f) for f in resolve_recipe_files(request.recipes, ws)]
@@ -224,8 +262,9 @@ def _preflight(points: list[Point], request: RunRequest, launches: dict[str, Any
     # the same checks as `infx preflight`: evals coverage, placeholders in catalog entries, recipes, changelog
     placeholders = PlaceholderScan.build(request.config_files, recipe_files, changelog)
     verdicts = preflight_points(points, runners=runners, launches=launches, cards=load_cards(ws.card_dirs()),
-                                options=PreflightOptions(evals=request.evals), placeholders=placeholders,
-                                config_keys=_config_keys_of(request, {p.point_id for p in points}),
+                                options=PreflightOptions(evals=request.evals, local_gpu_check=True),
+                                placeholders=placeholders,
+                                config_keys=_config_keys_of(request, chosen, {p.point_id for p in points}),
                                 recipe_files={Path(f).stem: f for f in recipe_files})
     return {v.point_id: v for v in verdicts}
 
@@ -240,15 +279,13 @@ def _changelog_file(request: RunRequest) -> Path | None:
     return f if f.is_file() else None
 
 
-def _config_keys_of(request: RunRequest, wanted: set[str]) -> dict[str, str]:
+def _config_keys_of(request: RunRequest, chosen: Selection | None, wanted: set[str]) -> dict[str, str]:
     """point-id -> catalog key for the placeholder scan (the selected keys, every key in changelog mode)."""
-    if not request.config_files:
+    if chosen is None:
         return {}
-    from infx.catalog import load_catalog, load_runners
     from infx.matrix.generate import resolve_keys, test_config_rows
 
-    catalog = load_catalog(tuple(request.config_files))
-    runners = load_runners(request.runner_config)
+    catalog, runners = chosen.catalog, chosen.runners
     keys = (resolve_keys(catalog, request.config_keys) if request.config_keys and request.changelog is None
             else list(catalog.entries))
     out: dict[str, str] = {}
@@ -264,41 +301,39 @@ def _config_keys_of(request: RunRequest, wanted: set[str]) -> dict[str, str]:
 
 
 def prepare(request: RunRequest, *, points: list[Point] | None = None,
-            render: Callable[[Point], Any] | None = None) -> Prepared:
-    pts = points if points is not None else select(request)
-    if points is None and request.changelog is None and request.config_keys and request.load.trials is None:
-        from infx.matrix.select import scenario_trials
-
-        by_point = scenario_trials(request.config_files, request.runner_config, request.config_keys)
+            render: Render | None = None) -> Prepared:
+    chosen, runners = load_selection(request)
+    pts = points if points is not None else select(request, chosen)
+    if (points is None and chosen is not None and request.changelog is None and request.config_keys
+            and request.load.trials is None):
+        by_point = chosen.scenario_field(request.config_keys, "trials")
         if by_point:
             request = request.model_copy(update={"load": request.load.model_copy(update={"trials_by_point": by_point})})
     if request.load.search is not None:
-        request = _with_slo(request, pts)
+        request = _with_slo(request, pts, chosen)
     from infx.evals.point import eval_launch_point
 
     pts = [eval_launch_point(p) for p in pts]  # eval-only points launch at the eval context
     dupes = [pid for pid, n in Counter(p.point_id for p in pts).items() if n > 1]
     if dupes:
         raise InfxError(Diagnostic(f"duplicate point ids in the selection: {', '.join(sorted(set(dupes))[:5])}"))
-    render = render or make_renderer(request.recipes, workspace_of(request))
-    ok, rejects = gate(pts, request, render)
+    render = render or make_renderer(request.recipes, workspace_of(request), runners.runtimes() if runners else None)
+    ok, rejects = gate(pts, request, render, chosen, runners)
     launches = {p.point_id: launch for p, launch in ok}
     groups = group_points([p for p, _ in ok], lambda p: launches[p.point_id])
     run_id = request.run_id or (request.changelog.run_id() if request.changelog is not None
                                 else default_run_id(request.config_keys, request.evals))
-    return Prepared(request, run_id, pts, groups, rejects)
+    return Prepared(request, run_id, pts, groups, rejects, runners)
 
 
-def _with_slo(request: RunRequest, points: list[Point]) -> RunRequest:
+def _with_slo(request: RunRequest, points: list[Point], chosen: Selection | None) -> RunRequest:
     """The tier ``--slo`` names, per selected point, from the points' catalog scenarios; a tier
     that no selected scenario declares is bad input."""
-    from infx.matrix.select import scenario_slo
-
     tier = request.load.slo_tier
     if not tier:
         raise InfxError(Diagnostic("--search max-concurrency needs --slo TIER (a tier declared under slo: "
                                    "on the scenario in the catalog)"))
-    declared = scenario_slo(request.config_files, request.runner_config, request.config_keys) if request.config_keys \
+    declared = chosen.scenario_field(request.config_keys, "slo") if chosen is not None and request.config_keys \
         else {}
     wanted = {p.point_id for p in points}
     by_point = {pid: tiers[tier] for pid, tiers in declared.items() if tier in tiers and pid in wanted}
@@ -314,19 +349,33 @@ def _with_slo(request: RunRequest, points: list[Point]) -> RunRequest:
 def write_plan(prep: Prepared) -> RunPlan:
     plan = RunPlan(request=prep.request, run_id=prep.run_id,
                    points={p.point_id: p.to_row() for p in prep.points},
-                   groups=[_planned_group(g, prep.request.runner_config) for g in prep.groups],
+                   groups=planned_groups(prep),
                    created_at=time.time())
     save_plan(prep.run_dir, plan)
     return plan
 
 
-def _planned_group(g: Any, runner_config: str) -> PlannedGroup:
-    """A deployment across nodes asks Slurm for every node its pools take and the GPUs of one node each."""
+def planned_groups(prep: Prepared) -> list[PlannedGroup]:
+    """The prepared groups as ``plan.json`` and Slurm see them: nodes and GPUs per node of each."""
+    gpn = prep.gpus_per_node
+    fleet_nodes = ({name: hw.nodes for name, hw in prep.runners.hardware.items() if hw.nodes}
+                   if prep.runners is not None else {})
+    return [_planned_group(g, gpn, fleet_nodes) for g in prep.groups]
+
+
+def _planned_group(g: LaunchGroup, gpus_per_node: dict[str, int], fleet_nodes: dict[str, int]) -> PlannedGroup:
+    """A deployment across nodes asks Slurm for every node its pools take and the GPUs of one node each; a CPU
+    deployment on a fleet that declares several nodes asks for a node per worker pool."""
     point = g.points[0]
+    if point.multinode and g.gpus == 0 and fleet_nodes.get(point.runner, 1) > 1:
+        assert point.prefill is not None and point.decode is not None
+        pools = sum(1 for w in (point.prefill, point.decode) if w.num_worker > 0)
+        return PlannedGroup(fingerprint=g.fingerprint, point_ids=g.point_ids,
+                            nodes=min(pools, fleet_nodes[point.runner]))
     if point.multinode and g.gpus > 0:
         from infx.sweep.deployment import allocation
 
-        gpn = _gpus_per_node(runner_config).get(point.runner)
+        gpn = gpus_per_node.get(point.runner)
         if gpn:
             nodes, per_node = allocation(point, gpn)
             return PlannedGroup(fingerprint=g.fingerprint, point_ids=g.point_ids, gpus=per_node, nodes=nodes)
@@ -343,18 +392,25 @@ def load_plan(run_dir: RunDir) -> RunPlan:
     return read_model(run_dir.plan_file, RunPlan)
 
 
-def start_invocation(prep: Prepared, gpus_per_node: dict[str, int] | None = None) -> None:
-    """Manifest for this invocation (keeps the first start time when resuming); clears a stale STOP."""
-    rd = prep.run_dir
+def start_invocation(prep: Prepared) -> None:
+    """Open a prepared sweep's invocation: its manifest, a stale STOP cleared."""
+    open_invocation(prep.run_dir, prep.request, [p.image for p in prep.points], prep.gpus_per_node)
+
+
+def open_invocation(rd: RunDir, req: RunRequest, images: list[str], gpus_per_node: dict[str, int] | None = None,
+                    *,
+                    clear_stop: bool = True) -> None:
+    """Manifest for this invocation (keeps the first start time and the earlier facts when resuming).
+    ``clear_stop``: a new sweep clears a stale fail-fast STOP (a Slurm job of a running sweep keeps it)."""
     rd.root.mkdir(parents=True, exist_ok=True)
-    rd.stop_file.unlink(missing_ok=True)
+    if clear_stop:
+        rd.stop_file.unlink(missing_ok=True)
     with rd.locked():
         prev = rd.read_manifest()
-        ws = workspace_of(prep.request)
-        m = new_manifest(prep.run_id, config_files=prep.request.config_files, recipes=prep.request.recipes
-                         or ws.recipe_dirs(), config_keys=prep.request.config_keys, repo=ws.root,
-                         images=[p.image for p in prep.points], gpus_per_node=gpus_per_node, previous=prev)
-        req = prep.request
+        ws = workspace_of(req)
+        m = new_manifest(rd.run_id, config_files=req.config_files, recipes=req.recipes or ws.recipe_dirs(),
+                         config_keys=req.config_keys, repo=ws.root, images=images,
+                         gpus_per_node=gpus_per_node or (prev.gpus_per_node if prev else None), previous=prev)
         m = m.model_copy(update={"official": req.pr is None, "pr": req.pr, "baseline_run": req.baseline_run,
                                  "description": req.description or m.description,
                                  "append_only": req.append_only or (prev.append_only if prev else False)})
@@ -372,7 +428,7 @@ def finish_invocation(rd: RunDir) -> None:
     rd.update_manifest(upd)
 
 
-def options_of(request: RunRequest, **over: Any) -> SweepOptions:
+def options_of(request: RunRequest, **over: bool | float | int) -> SweepOptions:
     opts = SweepOptions(fail_fast=request.fail_fast, rerun_failed=request.rerun_failed,
                         ready_timeout=request.ready_timeout, max_error_rate=request.max_error_rate,
                         load_key=request.load.key(), search=request.load.search is not None,
@@ -380,29 +436,6 @@ def options_of(request: RunRequest, **over: Any) -> SweepOptions:
     for k, v in over.items():
         setattr(opts, k, v)
     return opts
-
-
-def run_local(prep: Prepared, starter: EngineStarter, measurer: PointMeasurer, emit: Emit | None = None,
-              evaluator: PointEvaluator | None = None, **option_overrides: Any) -> SweepSummary:
-    start_invocation(prep, _gpus_per_node(prep.request.runner_config))
-    orch = Orchestrator(prep.run_dir, starter, measurer, options_of(prep.request, **option_overrides), emit,
-                        evaluator=evaluator)
-    skipped = orch.mark_skipped(prep.rejects)
-    try:
-        return orch.run(prep.groups, skipped)
-    finally:
-        finish_invocation(prep.run_dir)
-
-
-def _gpus_per_node(runner_config: str) -> dict[str, int]:
-    try:
-        from infx.catalog import load_runners
-
-        runners = load_runners(runner_config)
-        return {name: hw.gpus_per_node for name, hw in runners.hardware.items()
-                if getattr(hw, "gpus_per_node", None) is not None}
-    except Exception:
-        return {}
 
 
 def print_err(msg: str) -> None:

@@ -1,0 +1,279 @@
+"""Run a prepared sweep, the one way: :func:`wire` builds the starter, measurer and evaluator a request asks
+for, :func:`run_sweep` runs the groups through the orchestrator, and the three front ends use them:
+
+* :func:`run_locally`: on this host with live progress and a final table (``infx run``, ``run-point``,
+  ``repro``, ``demo``); each finished point is ingested into the store once its receipt is written;
+* :func:`run_groups`: the planned groups a Slurm job owns (``infx run-group``), from ``plan.json``;
+* :func:`submit_slurm`: the groups that still need work, as Slurm jobs asking for the nodes and GPUs per
+  node ``plan.json`` records (``infx run --backend slurm``, ``infx repro --backend slurm``).
+
+Each front end returns the command's exit code.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from infx.diagnostics import Diagnostic, InfxError
+from infx.sweep.interfaces import EngineStarter, PointEvaluator, PointMeasurer
+from infx.sweep.layout import RunDir
+from infx.sweep.orchestrator import (
+    Emit,
+    Orchestrator,
+    PointFinal,
+    SweepOptions,
+    mark_skipped,
+    plan_resume,
+)
+from infx.sweep.prepare import (
+    Prepared,
+    RunPlan,
+    RunRequest,
+    SlurmJob,
+    finish_invocation,
+    load_plan,
+    open_invocation,
+    options_of,
+    save_plan,
+    start_invocation,
+    workspace_of,
+    write_plan,
+)
+from infx.sweep.summary import SweepSummary
+
+if TYPE_CHECKING:
+    from infx.catalog.runners import RunnerConfig
+
+EXIT_FAILED_POINTS = 1
+EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What runs a sweep's points: the engine starter, the load measurer and (when evals are graded) the
+    evaluator."""
+
+    starter: EngineStarter
+    measurer: PointMeasurer
+    evaluator: PointEvaluator | None = None
+
+
+def wire(request: RunRequest, runners: RunnerConfig | None = None) -> Wiring:
+    """The real parts a request asks for: launches rendered from the recipes in the runtime each runner
+    declares (``runners``: the request's runners.yaml, read here when not given), or replayed from a bundle;
+    the load generator with the request's profile and telemetry; the evals when the request grades them."""
+    from infx.sweep.local import LocalEvaluator, LocalMeasurer, LocalStarter, kv_calibrator
+    from infx.sweep.rendering import renderer_at_port, replay_renderer
+
+    if runners is None and request.runner_config and Path(request.runner_config).is_file():
+        from infx.catalog import load_runners
+
+        runners = load_runners(request.runner_config)
+    render = (replay_renderer(request.replay) if request.replay
+              else renderer_at_port(request.recipes, workspace_of(request), runners.runtimes() if runners else None))
+    calibrate = None if request.replay else kv_calibrator(request.runner_config)  # a replay predicts nothing
+    return Wiring(LocalStarter(render, calibrate=calibrate), LocalMeasurer(request.load, telemetry=request.telemetry),
+                  None if request.evals == "none" else LocalEvaluator(request.eval_limit))
+
+
+def run_sweep(prep: Prepared, wiring: Wiring, emit: Emit | None = None, on_final: PointFinal | None = None,
+              **option_overrides: bool | float | int) -> SweepSummary:
+    """Open the invocation (manifest), mark the gate's rejects skipped, run every group that still has work
+    in order, close the invocation."""
+    rd = prep.run_dir
+    start_invocation(prep)
+    orch = Orchestrator(rd, wiring.starter, wiring.measurer, options_of(prep.request, **option_overrides), emit,
+                        evaluator=wiring.evaluator, on_final=on_final)
+    skipped = orch.mark_skipped(prep.rejects)
+    try:
+        return orch.run(prep.groups, skipped)
+    finally:
+        finish_invocation(rd)
+
+
+def sigterm_as_interrupt() -> None:
+    """SIGTERM (Slurm's scancel/time limit, a killed CI job) takes the same path as Ctrl-C:
+    the running engine is stopped, finished points stay, nothing is half-written."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def ingest_final(rd: RunDir) -> Callable[[str], None]:
+    """The point-final hook of local runs: ingest the point into the store (``RESULTS/infx.db`` or the
+    workspace's). It runs once the point's receipt is written, and ingest verifies the receipt before a
+    row is stored (a point whose files do not match it is quarantined). Slurm nodes never write the
+    shared store: the submitting host ingests after ``--wait``, or ``infx ingest`` later. The first
+    problem is printed once; the sweep goes on."""
+    warned = False
+
+    def final(point_id: str) -> None:
+        nonlocal warned
+        try:
+            from infx.results.store import ingest_point
+
+            rep = ingest_point(rd.results.root, rd.run_id, point_id)
+            problems = [str(d) for d in rep.problems]
+        except Exception as exc:
+            problems = [f"{type(exc).__name__}: {exc}"]
+        if problems and not warned:
+            warned = True
+            print(f"ingest: {problems[0]} (re-run `infx ingest {rd.results.root}` later)", file=sys.stderr)
+
+    return final
+
+
+def run_locally(prep: Prepared, wiring: Wiring | None = None) -> int:
+    """Run a prepared sweep on this host with live progress and a final table; the exit code."""
+    from rich.console import Console
+
+    from infx.sweep.progress import Progress, results_table
+
+    sigterm_as_interrupt()
+    interrupted = False
+    with Progress() as progress:
+        try:
+            summary = run_sweep(prep, wiring or wire(prep.request, prep.runners), progress,
+                                ingest_final(prep.run_dir))
+        except KeyboardInterrupt:
+            interrupted = True
+    Console(stderr=True).print(results_table(prep.run_dir, [p.point_id for p in prep.points]))
+    print(f"results: {prep.run_dir.root}", file=sys.stderr)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    _print_outcome(summary)
+    return 0 if summary.ok else EXIT_FAILED_POINTS
+
+
+def _print_outcome(summary: SweepSummary) -> None:
+    if summary.launches == 0 and not summary.failed and not summary.done:
+        print(f"nothing to do: {len(summary.reused)} point(s) already measured"
+              + (f", {len(summary.previously_failed)} failed before (--rerun-failed retries them)"
+                 if summary.previously_failed else "")
+              + (f", {len(summary.skipped)} rejected by the gate" if summary.skipped else ""), file=sys.stderr)
+    if summary.accuracy_failed:
+        print(f"accuracy-fail: {len(summary.accuracy_failed)} point(s) below their eval threshold: "
+              f"{', '.join(summary.accuracy_failed)}", file=sys.stderr)
+    if summary.eval_failed:
+        print(f"eval failed: {len(summary.eval_failed)} point(s) got no complete score: "
+              f"{', '.join(summary.eval_failed)}", file=sys.stderr)
+
+
+def run_groups(rd: RunDir, plan: RunPlan, fingerprints: list[str], wiring: Wiring | None = None) -> int:
+    """Body of ``infx run-group``: the planned points of the groups, re-rendered (their fingerprints must
+    come out as planned), run in this job's allocation. The invocation is opened and closed as a local
+    run's is, but a fail-fast STOP of the running sweep is kept."""
+    from infx.sweep.grouping import LaunchGroup
+    from infx.sweep.progress import Progress
+    from infx.workspace import set_override
+
+    sigterm_as_interrupt()
+    if rd.stop_file.exists():
+        print(f"fail-fast: {rd.stop_file} exists; not starting group(s) {', '.join(f[:12] for f in fingerprints)}",
+              file=sys.stderr)
+        return 0
+    if plan.request.workspace:  # a Slurm node works in the workspace the run was prepared in
+        set_override(Path(plan.request.workspace))
+    planned = {g.fingerprint: g for g in plan.groups}
+    groups = []
+    for fp in fingerprints:
+        pts = [plan.point(pid) for pid in planned[fp].point_ids]
+        groups.append(LaunchGroup(fp, pts, engine=pts[0].framework, image=pts[0].image))
+    wiring = wiring or wire(plan.request)
+    open_invocation(rd, plan.request, [p.image for g in groups for p in g.points], clear_stop=False)
+    code = 0
+    with Progress() as progress:
+        orch = Orchestrator(rd, wiring.starter, wiring.measurer, options_of(plan.request), progress,
+                            evaluator=wiring.evaluator)
+        try:
+            summary = orch.run(groups)
+            code = 0 if summary.ok else EXIT_FAILED_POINTS
+        except KeyboardInterrupt:
+            code = EXIT_INTERRUPTED
+        finally:
+            finish_invocation(rd)
+    return code
+
+
+def submit_slurm(prep: Prepared, wait: bool, wait_timeout: float, partition: str | None, time_limit: str | None,
+                 max_parallel: int | None) -> int:
+    """Submit a prepared sweep's groups that still need work as Slurm jobs (``--wait``: until they ended),
+    each on the nodes and GPUs per node ``plan.json`` records for it."""
+    from infx.sweep import slurm
+
+    rd = prep.run_dir
+    previous_jobs = _previous_jobs(prep)
+    start_invocation(prep)
+    plan = write_plan(prep)
+    if previous_jobs:  # keep the history, so `infx status` still maps earlier jobs
+        plan.slurm_jobs[:0] = previous_jobs
+        save_plan(rd, plan)
+    # gate rejects are recorded now; resumed points are not submitted; points whose eval is still to
+    # grade are submitted again
+    mark_skipped(rd, prep.rejects)
+    evaluator = wire(prep.request, prep.runners).evaluator if prep.request.evals != "none" else None
+    todo, summary = plan_resume(rd, prep.groups, SweepOptions(rerun_failed=prep.request.rerun_failed,
+                                                              load_key=prep.request.load.key()), evaluator)
+    print(f"slurm: {len(prep.points)} point(s): {len(summary.reused)} already measured, "
+          f"{len(summary.previously_failed)} failed before, {len(prep.rejects)} rejected by the gate, "
+          f"{sum(len(g.points) for g in todo)} to run in {len(todo)} group(s)", file=sys.stderr)
+    if not todo:
+        print("nothing to do", file=sys.stderr)
+        return 0 if not summary.previously_failed else EXIT_FAILED_POINTS
+    planned = {g.fingerprint: g for g in plan.groups}  # nodes and GPUs per node as plan.json has them
+    subs = slurm.submit(rd, plan, [planned[g.fingerprint].model_copy(update={"point_ids": g.point_ids})
+                                   for g in todo], partition=partition, time_limit=time_limit,
+                        max_parallel=max_parallel)
+    for s in subs:
+        print(f"submitted job {s.job_id}: {len(s.groups)} group(s), {s.nodes} node(s) x gres gpu:{s.gpus}",
+              file=sys.stderr)
+    print(f"follow with: infx status {rd.root}", file=sys.stderr)
+    if not wait:
+        return 0
+    if not slurm.wait_for_jobs([s.job_id for s in subs], wait_timeout):
+        print(f"slurm: jobs still queued/running after {wait_timeout:g}s", file=sys.stderr)
+        return EXIT_FAILED_POINTS
+    return _ingest_finished(rd)
+
+
+def _previous_jobs(prep: Prepared) -> list[SlurmJob]:
+    """The Slurm jobs an earlier submission of this run recorded; refuses while any is still queued or
+    running (two submissions would measure the same points at once)."""
+    from infx.sweep import slurm
+
+    rd = prep.run_dir
+    if not rd.plan_file.is_file():
+        return []
+    try:
+        previous = load_plan(rd).slurm_jobs
+    except InfxError:
+        return []
+    live = slurm.queue_states([j.job_id for j in previous])
+    if live:
+        raise InfxError(Diagnostic(
+            f"run {prep.run_id} still has Slurm jobs queued or running ({', '.join(sorted(live))}): wait for "
+            f"them (infx status {rd.root}) or scancel them, then re-run", str(rd.plan_file)))
+    return previous
+
+
+def _ingest_finished(rd: RunDir) -> int:
+    """After ``--wait``: the submitting host ingests what the nodes measured (the same point-final hook
+    as a local run, each point's receipt verified by ingest); the exit code from the points' states."""
+    from infx.sweep.status import run_state
+
+    st = run_state(rd)
+    final = ingest_final(rd)
+    for p in st.points:
+        if p.state in ("done", "failed", "skipped"):
+            final(p.point_id)
+    counts = st.counts()
+    print("slurm: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())), file=sys.stderr)
+    return 0 if set(counts) <= {"done", "skipped"} else EXIT_FAILED_POINTS
