@@ -322,7 +322,7 @@ class SloCost(BaseModel):
 
 
 class CapacityResult(Protocol):
-    """What the SLO/capacity search (issue "statistics") is expected to hand over; the hook
+    """What the SLO/capacity search is expected to hand over; the hook
     :func:`cost_at_slo` prices it. Any object with these attributes will do."""
 
     @property

@@ -177,11 +177,64 @@ class _Price:
     all_in_kw: float | None
 
 
+def _price(m: Measured, run: str, tier: str, model: CostModel, sku_of: Callable[[str], str | None]) -> _Price:
+    """A runner's $/GPU-hr in a tier and its all-in kW (for tok/s per MW), as the cost table gives them."""
+    from infx.analysis.cost import Inputs, point_cost
+
+    pc = point_cost(Inputs(run_id=run, point_id=m.point_id, runner=m.runner, total_tok_per_s=1.0,
+                           output_tok_per_s=1.0, gpus_per_server=1, gpus_per_node=m.gpus_per_node),
+                    model, tier, sku_of=sku_of)
+    sc = model.skus.get(pc.sku) if pc.sku else None
+    return _Price(pc.usd_per_gpu_hour.value, pc.usd_per_gpu_hour.reason, sc.all_in_kw.value if sc is not None else None)
+
+
+def _y_metrics(tiers: Sequence[str], *, no_node: int, no_mw: int, unpriced: dict[str, int],
+               no_power: int) -> list[Metric]:
+    """The y metrics of the view, each with how many points lack it and why."""
+    ym = [
+        Metric(key="tput_gpu_total", label="Total tok/s per GPU", unit="tok/s/GPU", direction=Direction.MAX,
+               basis="total"),
+        Metric(key="tput_gpu_input", label="Input tok/s per GPU (prefill GPUs when disaggregated)",
+               unit="tok/s/GPU", direction=Direction.MAX, basis="input", input_metric=True),
+        Metric(key="tput_gpu_output", label="Output tok/s per GPU (decode GPUs when disaggregated)",
+               unit="tok/s/GPU", direction=Direction.MAX, basis="output"),
+        Metric(key="tput_node_total", label="Total tok/s per node", unit="tok/s/node", direction=Direction.MAX,
+               basis="total", missing=no_node, missing_reason="GPUs per node unknown for the runner"),
+        Metric(key="tput_mw_total", label="Total tok/s per provisioned MW (all-in)", unit="tok/s/MW",
+               direction=Direction.MAX, basis="total", missing=no_mw,
+               missing_reason="no all-in power figure for the hardware in the cost table"),
+    ]
+    kinds: tuple[Literal["total", "input", "output"], ...] = ("total", "input", "output")
+    for t in tiers:
+        for k in kinds:
+            ym.append(Metric(key=f"usd_mtok_{k}:{t}", label=f"$ per million {k} tokens ({t})", unit="$/Mtok",
+                             direction=Direction.MIN, basis=k, inverse=True, input_metric=k == "input",
+                             missing=unpriced.get(t, 0), missing_reason="not priced"))
+    ym.append(Metric(key="j_per_tok_output", label="Joules per output token (measured GPU energy)", unit="J/tok",
+                     direction=Direction.MIN, missing=no_power,
+                     missing_reason="no valid power telemetry: left out of J/token"))
+    return ym
+
+
+def _notes(model: CostModel, *, n: int, no_power: int, unpriced: dict[str, int], invalid: int) -> list[str]:
+    """What the view leaves out, said once under the charts."""
+    notes = []
+    if no_power:
+        notes.append(f"J/token: {no_power} of {n} point(s) have no valid power telemetry and are left out")
+    for t in model.tiers:
+        if unpriced.get(t):
+            notes.append(f"$/Mtok ({t}): {unpriced[t]} point(s) not priced (their hardware has no {t} price in "
+                         f"cost table {model.version})")
+    if invalid:
+        notes.append(f"{invalid} point(s) drawn as invalid (x marker) and kept off every envelope")
+    return notes
+
+
 def build_main_view(measured: Sequence[Measured], *, view: str, runs: Sequence[Run], model: CostModel,
                     sku_of: Callable[[str], str | None] | None = None,
                     acceptance_of: Callable[[Measured], Acceptance] | None = None) -> MainView:
     """The main view of ``measured`` (each point keeps the run that measured it: ``Measured.measured_in``)."""
-    from infx.analysis.cost import Inputs, point_cost, sku_resolver, tok_per_s_per_mw, usd_per_mtok
+    from infx.analysis.cost import sku_resolver, tok_per_s_per_mw, usd_per_mtok
 
     sku_of = sku_of or sku_resolver()
     official = {r.run_id: r.official for r in runs}
@@ -252,12 +305,7 @@ def build_main_view(measured: Sequence[Measured], *, view: str, runs: Sequence[R
         for t in tiers:
             key = (m.runner, m.gpus_per_node, t)
             if key not in prices:
-                pc = point_cost(Inputs(run_id=run, point_id=m.point_id, runner=m.runner, total_tok_per_s=1.0,
-                                       output_tok_per_s=1.0, gpus_per_server=1, gpus_per_node=m.gpus_per_node),
-                                model, t, sku_of=sku_of)
-                sc = model.skus.get(pc.sku) if pc.sku else None
-                kw = sc.all_in_kw.value if sc is not None else None
-                prices[key] = _Price(pc.usd_per_gpu_hour.value, pc.usd_per_gpu_hour.reason, kw)
+                prices[key] = _price(m, run, t, model, sku_of)
             price = prices[key]
             pk = key
             if price.usd_per_gpu_hour is None:
@@ -278,38 +326,8 @@ def build_main_view(measured: Sequence[Measured], *, view: str, runs: Sequence[R
         ys["j_per_tok_output"].append(j)
     pts.x, pts.y = xs, ys
     n = len(order)
-    ym = [
-        Metric(key="tput_gpu_total", label="Total tok/s per GPU", unit="tok/s/GPU", direction=Direction.MAX,
-               basis="total"),
-        Metric(key="tput_gpu_input", label="Input tok/s per GPU (prefill GPUs when disaggregated)",
-               unit="tok/s/GPU", direction=Direction.MAX, basis="input", input_metric=True),
-        Metric(key="tput_gpu_output", label="Output tok/s per GPU (decode GPUs when disaggregated)",
-               unit="tok/s/GPU", direction=Direction.MAX, basis="output"),
-        Metric(key="tput_node_total", label="Total tok/s per node", unit="tok/s/node", direction=Direction.MAX,
-               basis="total", missing=no_node, missing_reason="GPUs per node unknown for the runner"),
-        Metric(key="tput_mw_total", label="Total tok/s per provisioned MW (all-in)", unit="tok/s/MW",
-               direction=Direction.MAX, basis="total", missing=no_mw,
-               missing_reason="no all-in power figure for the hardware in the cost table"),
-    ]
-    kinds: tuple[Literal["total", "input", "output"], ...] = ("total", "input", "output")
-    for t in tiers:
-        for k in kinds:
-            ym.append(Metric(key=f"usd_mtok_{k}:{t}", label=f"$ per million {k} tokens ({t})", unit="$/Mtok",
-                             direction=Direction.MIN, basis=k, inverse=True, input_metric=k == "input",
-                             missing=unpriced.get(t, 0), missing_reason="not priced"))
-    ym.append(Metric(key="j_per_tok_output", label="Joules per output token (measured GPU energy)", unit="J/tok",
-                     direction=Direction.MIN, missing=no_power,
-                     missing_reason="no valid power telemetry: left out of J/token"))
-    notes = []
-    if no_power:
-        notes.append(f"J/token: {no_power} of {n} point(s) have no valid power telemetry and are left out")
-    for t in tiers:
-        if unpriced.get(t):
-            notes.append(f"$/Mtok ({t}): {unpriced[t]} point(s) not priced (their hardware has no {t} price in "
-                         f"cost table {model.version})")
-    bad = sum(v is not None for v in pts.invalid)
-    if bad:
-        notes.append(f"{bad} point(s) drawn as invalid (x marker) and kept off every envelope")
+    ym = _y_metrics(tiers, no_node=no_node, no_mw=no_mw, unpriced=unpriced, no_power=no_power)
+    notes = _notes(model, n=n, no_power=no_power, unpriced=unpriced, invalid=sum(v is not None for v in pts.invalid))
     return MainView(view=view, runs=list(runs), charts=chart_rows, groups=group_rows, x_metrics=list(X_METRICS),
                     y_metrics=ym, tiers=dict(model.tiers), cost_table=model.label, points=pts, notes=notes)
 
