@@ -23,6 +23,21 @@ from infx.sweep.layout import RunDir
 REPO = Path(__file__).resolve().parents[2]
 KEY = "tinyllama-bf16-cpu-vllm"
 pytestmark = pytest.mark.slow
+CATALOG = f"""{KEY}:
+  image: local
+  model: infx/tinyllama
+  model-prefix: tinyllama
+  runner: local
+  precision: bf16
+  framework: vllm
+  multinode: false
+  scenarios:
+    fixed-seq-len:
+    - isl: 256
+      osl: 64
+      search-space:
+      - {{ tp: 1, conc-list: [1, 2, 4, 8, 16] }}
+"""
 
 
 def _env(ws: Path) -> dict[str, str]:
@@ -86,6 +101,7 @@ def _kill_when(argv: list[str], ws: Path, log: Path, when: Callable[[], bool], w
 def test_kill_9_at_start_up_mid_point_and_between_points_then_resume(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     subprocess.run([sys.executable, "-m", "infx", "init", str(ws)], env=_env(ws), check=True, capture_output=True)
+    (ws / "configs" / "cpu-master.yaml").write_text(CATALOG)  # one arm, one launch: five short points
     results = ws / "results"
     argv = [sys.executable, "-m", "infx", "run", "--config-keys", KEY, "--results", str(results),
             "--prompts-per-conc", "2"]

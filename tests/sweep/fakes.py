@@ -44,8 +44,9 @@ def make_result(issued: int = 8, failed: int = 0, out_tok_s: float = 100.0) -> B
 class FakeEngine:
     def __init__(self, behaviour: str, log_path: Path, die_after: int | None = None, launch: object = None):
         # the group's rendered launch (a test's stand-in), else a bare one: no flags, no metrics page
-        self.launch = launch if launch is not None else SimpleNamespace(argv=[], env={}, model_path="tiny",
-                                                                        metrics_url="", fingerprint="fake")
+        self.launch = launch if launch is not None else SimpleNamespace(argv=[], env={}, files={}, engine="vllm",
+                                                                        model_path="tiny", metrics_url="",
+                                                                        fingerprint="fake")
         self.behaviour = behaviour
         self.base_url = "http://127.0.0.1:1"
         self.served_model_name = "tiny"
