@@ -34,10 +34,10 @@ def infx(*args: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedPro
 
 @pytest.fixture(scope="module")
 def original(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> Path:
-    """One demo point (concurrency 1) measured once; its point directory."""
+    """One demo point measured once (conc 2: the base arm alone, the n-gram arm has none); its point directory."""
     results = tmp_path_factory.mktemp("orig") / "results"
     r = infx("run", "--config-files", str(REPO / "configs/cpu-master.yaml"), "--runner-config",
-             str(REPO / "configs/runners.yaml"), "--config-keys", RUN_ID, "--conc", "1", "--prompts-per-conc", "24",
+             str(REPO / "configs/runners.yaml"), "--config-keys", RUN_ID, "--conc", "2", "--prompts-per-conc", "24",
              "--results", str(results), cwd=REPO)
     assert r.returncode == 0, r.stderr[-3000:]
     rd = RunDir(results, RUN_ID)

@@ -71,8 +71,8 @@ def wired(tmp_path_factory: pytest.TempPathFactory) -> Wired:
     git(root, "branch", "head-toml-gone")
     # multi: head-fixed plus one disaggregated multi-node entry, and nothing else
     git(root, "checkout", "-q", "-b", "multi", "head-fixed")
-    lines = (REPO / "configs/cpu-master.yaml").read_text().splitlines(keepends=True)
-    (root / "configs/cpu-master.yaml").write_text("".join(lines[38:57]))
+    catalog = (REPO / "configs/cpu-master.yaml").read_text()
+    (root / "configs/cpu-master.yaml").write_text(_only_entry(catalog, "disagg-tinyllama-bf16-cpu-vllm"))
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "a multi-node entry")
     git(root, "checkout", "-q", "head-fixed")
@@ -241,6 +241,18 @@ def test_sarif_and_markdown_carry_the_recipe_findings(wired: Wired) -> None:
 
 
 # ---- real data: the InferenceX corpus and the recipes corpus at R@8959cf6 (L8, L9)
+
+
+def _only_entry(text: str, key: str) -> str:
+    """The top-level entry ``key`` of a catalog, alone (it runs to the next top-level line)."""
+    out, keep = [], False
+    for line in text.splitlines(keepends=True):
+        if line[:1] not in (" ", "\n", "#", "-") and line.strip():
+            keep = line.split(":", 1)[0] == key
+        if keep:
+            out.append(line)
+    assert out, f"no entry {key!r} in the catalog"
+    return "".join(out)
 
 
 def _drop_entries(text: str, keys: set[str]) -> str:

@@ -96,7 +96,7 @@ def test_demo_entry_runs_resumes_and_remeasures_only_a_deleted_point(tmp_path: P
 def _arm_points(base: list[Point], arm: str, concs: tuple[int, ...]) -> list[Point]:
     out = []
     for p in base:
-        if p.conc in concs:
+        if p.conc in concs and p.spec_decoding == "none":  # the demo entry's base arm (not its n-gram arm)
             row = p.to_row()
             row["point-id"] = f"{arm}-c{p.conc}"
             row["exp-name"] = f"{arm}_{p.exp_name}"

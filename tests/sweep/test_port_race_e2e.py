@@ -26,8 +26,9 @@ pytestmark = pytest.mark.slow
 
 
 def _run(tmp_path: Path, run_id: str, port: int, *extra: str, timeout: float = 840) -> subprocess.CompletedProcess[str]:
+    """One demo point: conc 2 is the base arm's alone (the n-gram arm has no conc 2)."""
     args = [sys.executable, "-m", "infx", "run", "--config-files", str(REPO / "configs/cpu-master.yaml"),
-            "--runner-config", str(REPO / "configs/runners.yaml"), "--config-keys", KEY, "--conc", "1",
+            "--runner-config", str(REPO / "configs/runners.yaml"), "--config-keys", KEY, "--conc", "2",
             "--results", str(tmp_path), "--run-id", run_id, "--prompts-per-conc", "2", *extra]
     env = {**os.environ, "INFX_PORTS_FIRST": f"engine={port}"}
     return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env)
