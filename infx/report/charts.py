@@ -102,9 +102,9 @@ def _bar(s: ArmSeries, key: str | None, values: Sequence[float | None]) -> dict[
             plus.append(0.0)
             minus.append(0.0)
             continue
-        any_ci = True
-        plus.append(v * (e.hi / e.mean - 1))
-        minus.append(v * (1 - e.lo / e.mean))
+        any_ci = True  # every figure drawn here is a rate: its interval ends at zero (a two-trial one can reach below)
+        plus.append(v * (max(e.hi, 0.0) / e.mean - 1))
+        minus.append(v * (1 - max(e.lo, 0.0) / e.mean))
     return dict(type="data", symmetric=False, array=plus, arrayminus=minus, thickness=1, width=3) if any_ci else None
 
 

@@ -124,9 +124,13 @@
       if (!env.length) return;
       const ci = model.ym.basis === "output" ? D.points.ci_output : D.points.ci_total;
       if (model.ym.basis !== "none" && env.some((i) => ci[i])) {
+        // a throughput's interval ends at zero (a two-trial Student-t interval can reach below it); a figure
+        // that goes as 1/throughput then has no upper end: its band is left open there (null)
         const band = (lo) => env.map((i) => {
           const c = ci[i]; if (!c) return m.ys[i];
-          const r = model.ym.inverse ? 1 / (lo ? c[1] : c[0]) : (lo ? c[0] : c[1]);
+          const [cl, ch] = [Math.max(c[0], 0), Math.max(c[1], 0)];
+          if (model.ym.inverse && (lo ? ch : cl) <= 0) return null;
+          const r = model.ym.inverse ? 1 / (lo ? ch : cl) : (lo ? cl : ch);
           return m.ys[i] * r;
         });
         t.push({ type: "scatter", mode: "lines", x: env.map((i) => m.xs[i]), y: band(true), line: { width: 0, shape: step },

@@ -15,6 +15,7 @@ from infx import __version__
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult, Check, Metrics, Stat, Throughput
 from infx.metrics.run_config import OtherRunConfig
+from infx.metrics.uncertainty import Estimate
 from infx.results.layout import (
     HostFacts,
     ImageRef,
@@ -188,13 +189,26 @@ def write_seed_scenario(root: str | Path, *, pr_run: str = "pr-1234", baseline_r
 CROSS_HARDWARE = (("cluster:mi355x-amds", "vllm", 1.0), ("cluster:b200-nv", "vllm", 1.3))
 
 
+def _two_trial_stats(result: BenchResult, half_width: float) -> dict[str, Estimate]:
+    thr = result.metrics.throughput
+    out: dict[str, Estimate] = {}
+    for key, v in (("output_tok_per_s", thr.output_tok_per_s), ("total_tok_per_s", thr.total_tok_per_s)):
+        if v:
+            out[key] = Estimate(mean=v, lo=v * (1 - half_width), hi=v * (1 + half_width), n=2, method="trials",
+                                values=[v * 0.9, v * 1.1])
+    return out
+
+
 def write_cross_hardware_run(root: str | Path, run_id: str,
                              hardware: tuple[tuple[str, str, float], ...] = CROSS_HARDWARE,
                              arms: tuple[Arm, ...] = SEED_ARMS, *, isl: int = 1024, osl: int = 1024,
                              official: bool = True, seed: int = 0, started_at: float = 1_780_000_000.0,
-                             models: tuple[str, ...] = ("dsv41flash",), image: str = IMAGE) -> ResultsDir:
+                             models: tuple[str, ...] = ("dsv41flash",), image: str = IMAGE,
+                             ci_half_width: float | None = None) -> ResultsDir:
     """One run measuring ``models`` on every (runner, framework) of ``hardware``, each with every arm over its
-    concs (``scale`` shifts that hardware's curves): the main view's cross-hardware chart."""
+    concs (``scale`` shifts that hardware's curves): the main view's cross-hardware chart. ``ci_half_width``:
+    each point's throughput carries a two-trial 95 % interval of that relative half-width (above 1, the
+    interval's lower end is below zero, as a two-trial Student-t interval of a noisy point can be)."""
     results = ResultsDir(root)
     rng = random.Random(seed)
     manifest = make_manifest(run_id, official=official, started_at=started_at)
@@ -212,6 +226,8 @@ def write_cross_hardware_run(root: str | Path, run_id: str,
                     name = f"{model}_{hw}_{framework}_tp{arm.tp}_conc{c}_{isl}_{osl}"
                     point = base.model_copy(update={"point_id": name, "exp_name": name})
                     result = make_result(point, arm, scale=scale, rng=rng, started_at=started_at + 700 * i)
+                    if ci_half_width is not None:
+                        result = result.model_copy(update={"stats": _two_trial_stats(result, ci_half_width)})
                     status = PointStatus(state="done", launch_fingerprint=f"synthetic-{hw}-tp{arm.tp}",
                                          startup=startup, started_at=result.started_at, ended_at=result.ended_at)
                     write_point_outcome(results, run_id, point, status, result)

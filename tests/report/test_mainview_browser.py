@@ -7,6 +7,7 @@ import asyncio
 import csv
 import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -296,5 +297,50 @@ def test_report_overlays_official_and_unofficial_runs_and_filters_by_model(tmp_p
         assert sorted(dash for _g, dash in envs) == ["dash", "dash", "solid", "solid"]  # unofficial run dashed
         title = drv.execute_script("return document.querySelector('[data-chart]').layout.title.text;")
         assert title.startswith("mb ")
+    finally:
+        drv.quit()
+
+
+def test_interval_bands_end_at_zero(tmp_path: Path) -> None:
+    """Two-trial intervals wider than the figure: the band of a throughput ends at zero, never below; a $/Mtok
+    band (1/throughput) is left open above and stays finite below."""
+    from infx.report.build import write_report
+
+    root = tmp_path / "results"
+    write_cross_hardware_run(root, "run-a", ci_half_width=1.5)
+    out = tmp_path / "report.html"
+    write_report(root, out)
+    drv = _driver()
+    try:
+        bands = {}
+        for y in ("tput_gpu_total", f"usd_mtok_total:{TIER}"):
+            drv.get(out.as_uri() + "#y=" + y)
+            drv.refresh()
+            _wait_ready(drv)
+            curves = drv.execute_script(
+                "return document.getElementById('mv-chart-0').data.filter(t => t.meta && t.meta.kind === 'envelope')"
+                ".map(t => t.y);")
+            got = drv.execute_script(
+                "return document.getElementById('mv-chart-0').data.filter(t => t.meta && t.meta.kind === 'band')"
+                ".map(t => t.y);")
+            assert curves and len(got) == 2 * len(curves), (y, len(got), len(curves))
+            bands[y] = (curves, got[0::2], got[1::2])  # per curve: its lower band, then its upper one
+        curves, lower, upper = bands["tput_gpu_total"]
+        for c, lo, hi in zip(curves, lower, upper, strict=True):
+            assert lo == [0] * len(c)  # 1 - 1.5 < 0: clamped at zero
+            assert hi == pytest.approx([v * 2.5 for v in c], rel=1e-4)
+        curves, lower, upper = bands[f"usd_mtok_total:{TIER}"]
+        for c, lo, hi in zip(curves, lower, upper, strict=True):
+            assert lo == pytest.approx([v / 2.5 for v in c], rel=1e-4) and all(v > 0 for v in lo)
+            assert hi == [None] * len(c)  # no upper end: a throughput that may be zero costs without bound
+        # the run's own frontier charts (their figures as the report embeds them): error bars end at zero too
+        figures = json.loads(re.search(r'<script type="application/json" id="infx-figures">(.*?)</script>',
+                                       out.read_text(), re.S).group(1))["figures"]  # type: ignore[union-attr]
+        bars = [(t["y"], t["error_y"]["arrayminus"]) for f in figures.values() for t in f.get("data", [])
+                if isinstance(t.get("error_y"), dict) and "arrayminus" in t["error_y"]]
+        assert bars
+        for ys, minus in bars:
+            assert all(y - m >= -1e-9 for y, m in zip(ys, minus, strict=True)), (ys, minus)
+            assert any(abs(y - m) < 1e-9 for y, m in zip(ys, minus, strict=True))
     finally:
         drv.quit()
