@@ -328,7 +328,7 @@ def status_cmd(
                     *((f"$/Mtok ({cost.tier if cost else ''})",) if show_cost else ()), "reason"):
             t.add_column(col)
         colours = {"done": "green", "damaged": "red", "failed": "red", "skipped": "yellow", "running": "cyan",
-                   "queued": "blue"}
+                   "queued": "blue", "interrupted": "magenta"}
         for p in s.points:
             c = colours.get(p.state, "white")
             t.add_row(p.point_id, p.conc, f"[{c}]{p.state}[/{c}]", *((p.trials,) if show_trials else ()),

@@ -5,6 +5,7 @@ measures the interrupted point again and each other point once."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -54,6 +55,10 @@ def test_sigterm_pauses_the_point_in_flight_and_the_next_run_resumes_it(tmp_path
 
     # the store never takes the interrupted point for a measurement: it counts as pending
     rd.results.write_manifest(new_manifest("r", config_files=[], recipes=None, config_keys=["k"], images=[]))
+    status = subprocess.run([sys.executable, "-m", "infx", "status", str(rd.root), "--json"], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)[0]["counts"] == {"done": 2, "interrupted": 1, "pending": 1}
     with Store(tmp_path / DB_NAME) as st:
         rep = st.ingest_dir(tmp_path)
         assert (rep.ingested, rep.pending) == (2, 2), rep.problems
