@@ -459,6 +459,10 @@ class Orchestrator:
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             tb = traceback.format_exc(limit=6)
+        if preemption.requested():  # SIGTERM came while the point ran (a load that stops on its own, an engine
+            # the signal reached too): whatever it measured is not a measurement, nor is it the point's failure
+            self._interrupted(point, group, engine, log_from, started, facts, result)
+            raise preemption.Preempted("SIGTERM")
         excerpt = engine.log_excerpt(log_from)
         self.run_dir.write_engine_log(pid, excerpt)
         dead = engine.failure()
@@ -553,6 +557,7 @@ class Orchestrator:
         pid = point.point_id
         how = "SIGTERM (preempted)" if preemption.requested() else "interrupted (Ctrl-C)"
         if result is not None:
+            result = result.model_copy(update={"complete": False})
             self.run_dir.write_result(pid, result)
         self.run_dir.write_engine_log(pid, engine.log_excerpt(log_from))
         issued = f" after {result.metrics.issued} request(s)" if result is not None else ""

@@ -1,6 +1,7 @@
 """Child process for test_interrupt.py: a sweep with fake executors (no engine can run in a unit test) whose
 third point blocks until the parent sends SIGTERM, then stops as the real load generator does (records
-written, an incomplete result handed back)."""
+written, an incomplete result raised with ``PointInterrupted``) or, given ``returns``, as a load that
+stops on its own (the incomplete result returned)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ class Blocking(FakeMeasurer):
             except KeyboardInterrupt:
                 (point_dir / RECORDS_FILE).write_bytes(b"three requests, one cancelled")
                 partial = make_result(issued=3).model_copy(update={"complete": False})
+                if sys.argv[2] == "returns":  # a load that stops on its own and hands back what it has
+                    return partial
                 raise PointInterrupted(partial) from None
         return super().measure(point, engine, point_dir, progress)
 

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from infx.preemption import EXIT_PREEMPTED
 from infx.records import RECORDS_FILE
 from infx.results.layout import DB_NAME
@@ -32,8 +34,9 @@ def _state(rd: RunDir, pid: str) -> str | None:
     return st.state if st is not None else None
 
 
-def test_sigterm_pauses_the_point_in_flight_and_the_next_run_resumes_it(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, str(CHILD), str(tmp_path)], cwd=REPO, stdout=subprocess.PIPE,
+@pytest.mark.parametrize("stop", ["raises", "returns"])
+def test_sigterm_pauses_the_point_in_flight_and_the_next_run_resumes_it(tmp_path: Path, stop: str) -> None:
+    proc = subprocess.Popen([sys.executable, str(CHILD), str(tmp_path), stop], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()  # the third point (conc 4) is now being measured
