@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from infx.engines import reaper
+from infx.records import RECORDS_FILE, read_records
 from infx.results.receipt import has_receipt
 from infx.sweep.layout import RunDir
 
@@ -62,12 +63,12 @@ def _of_workspace(ws: Path) -> list[int]:
     return out
 
 
-def _wait(cond: Callable[[], bool], timeout: float) -> bool:
+def _wait(cond: Callable[[], bool], timeout: float, every: float = 0.2) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():
             return True
-        time.sleep(0.2)
+        time.sleep(every)
     return cond()
 
 
@@ -110,6 +111,11 @@ def _sigterm_mid_point(argv: list[str], ws: Path, log: Path, rd: RunDir, results
         proc = subprocess.Popen(argv, cwd=ws, env=_env(ws), stdout=fh, stderr=subprocess.STDOUT)
     try:
         assert _wait(lambda: ": measuring at concurrency" in log.read_text() or proc.poll() is not None, 400)
+        # the engine log is written anew at each launch: its first request line comes once the point's load
+        # (warmup first) is running, so SIGTERM lands inside the load generator
+        engine_log = next((rd.root / "groups").glob("*.engine.log"))
+        assert _wait(lambda: "POST /v1/completions" in engine_log.read_text(errors="replace")
+                     or proc.poll() is not None, 120, every=0.02)
         assert proc.poll() is None, f"SIGTERM: the run ended first: {log.read_text()[-2000:]}"
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
@@ -124,9 +130,9 @@ def _sigterm_mid_point(argv: list[str], ws: Path, log: Path, rd: RunDir, results
     assert len(cut) == 1 and cut[0] not in done, (cut, out[-2000:])
     st = rd.read_status(cut[0])
     assert st is not None and st.failure_class == "preempted" and not has_receipt(rd.point_dir(cut[0]))
-    partial = rd.read_result(cut[0])  # what it had measured when the requests were cancelled, if it got that far
-    assert partial is None or (partial.complete is False
-                               and (rd.point_dir(cut[0]) / "records.jsonl.gz").is_file())
+    partial = rd.read_result(cut[0])  # what it had measured when its requests were cancelled: kept, incomplete
+    assert partial is not None and partial.complete is False, out[-3000:]
+    assert read_records(rd.point_dir(cut[0]) / RECORDS_FILE), "the interrupted point's records were not kept"
     assert _done(rd) == done  # nothing else changed state
     # the engine and every helper of the point (load, telemetry samplers) stopped with the run
     assert _wait(lambda: not _of_workspace(ws), 30), _of_workspace(ws)
