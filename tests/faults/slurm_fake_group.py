@@ -19,7 +19,9 @@ from infx.sweep.execute import Wiring, run_groups
 from infx.sweep.interfaces import PointInterrupted
 from infx.sweep.layout import RunDir
 from infx.sweep.prepare import load_plan
+from infx.sweep.profile import LoadProfile
 from infx.sweep.slurm import pick_groups
+from infx.telemetry.session import TelemetryOptions
 from tests.sweep.fakes import FakeMeasurer, FakeStarter, make_result
 
 
@@ -27,6 +29,8 @@ class Holding(FakeMeasurer):
     def __init__(self, base: Path) -> None:
         super().__init__()
         self.hold, self.ledger = base / "HOLD", base / "ledger.txt"
+        self.load = LoadProfile()  # type: ignore[assignment]  # recorded in each point's receipt, as a sweep's
+        self.telemetry = TelemetryOptions()  # type: ignore[assignment]
 
     def _log(self, text: str) -> None:
         with self.ledger.open("a") as fh:

@@ -10,6 +10,7 @@ through the real load generator and engine is ``test_kill_e2e.py``'s step 4."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -63,6 +64,14 @@ def _ended(job_id: str, state: str) -> Callable[[], bool]:
     return lambda: _job(job_id).get("JobState") == state
 
 
+def _start_now(job_id: str) -> None:
+    """Lift the hold Slurm puts on a requeued job (BeginTime, about two minutes: what keeps slurmd from taking
+    the new attempt's credential for the revoked one of the attempt that just ended). The new attempt must
+    still start in a later second than that end, or slurmd refuses it ("Job credential revoked")."""
+    time.sleep(2)
+    subprocess.run(["scontrol", "update", f"jobid={job_id}", "StartTime=now"], check=True, timeout=30)
+
+
 def _hold(rd: RunDir, point_id: str | None) -> None:
     hold = rd.results.root.parent / "HOLD"
     if point_id is None:
@@ -110,12 +119,16 @@ def _paused(rd: RunDir, job_id: str, point_id: str, log: Path) -> None:
 
 
 def _finished(rd: RunDir, job_id: str, log: Path) -> None:
-    assert _wait(_ended(job_id, "COMPLETED"), 120), (_job(job_id), log.read_text()[-3000:])
+    assert _wait(_ended(job_id, "COMPLETED"), 300), (_job(job_id), log.read_text()[-3000:])
     assert _states(rd) == dict.fromkeys(IDS, "done"), (_states(rd), log.read_text()[-3000:])
     measured = [ln.split()[1] for ln in _ledger(rd) if ln.startswith("measured ")]
     assert sorted(measured) == sorted(IDS)  # every point measured exactly once (the interrupted ones again)
     assert all(r.complete for pid in IDS if (r := rd.read_result(pid)) is not None)
     assert not _of_run(rd) and [p for p in rd.root.rglob("*") if p.name.endswith(".tmp")] == []
+    verify = subprocess.run([sys.executable, "-m", "infx", "verify", str(rd.root)], cwd=REPO, capture_output=True,
+                            text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert verify.returncode == 0 and f"{len(IDS)} point(s) ok" in verify.stdout + verify.stderr, \
+        verify.stdout + verify.stderr
 
 
 @pytest.mark.timeout(600)
@@ -125,7 +138,7 @@ def test_preempted_job_resumes_on_requeue_and_finishes(tmp_path: Path) -> None:
     _hold(rd, IDS[1])
     job = slurm.submit(rd, plan, python=str(python))[0].job_id
     log = rd.root / "slurm" / f"{job}.out"
-    assert _wait(lambda: log.is_file() and f"HOLDING {IDS[1]}" in log.read_text(), 120), _job(job)
+    assert _wait(lambda: log.is_file() and f"HOLDING {IDS[1]}" in log.read_text(), 300), _job(job)
 
     # 1. a signal to every process of the job (as a time limit or a preemption sends), then an admin's requeue
     subprocess.run(["scancel", "--signal=TERM", "--full", job], check=True, timeout=30)
@@ -134,9 +147,8 @@ def test_preempted_job_resumes_on_requeue_and_finishes(tmp_path: Path) -> None:
     assert _states(rd) == {IDS[0]: "done", IDS[1]: "interrupted", IDS[2]: None}
     _hold(rd, IDS[2])
     subprocess.run(["scontrol", "requeue", job], check=True, timeout=30)
-    # Slurm holds a requeued job back for a fixed while (BeginTime): start it now
-    subprocess.run(["scontrol", "update", f"jobid={job}", "StartTime=now"], check=True, timeout=30)
-    assert _wait(lambda: f"HOLDING {IDS[2]}" in log.read_text(), 120), (_job(job), log.read_text()[-3000:])
+    _start_now(job)
+    assert _wait(lambda: f"HOLDING {IDS[2]}" in log.read_text(), 300), (_job(job), log.read_text()[-3000:])
 
     # 2. preemption as the scheduler does it: requeue the running job (SIGTERM, then back to the queue)
     subprocess.run(["scontrol", "requeue", job], check=True, timeout=30)
@@ -144,7 +156,7 @@ def test_preempted_job_resumes_on_requeue_and_finishes(tmp_path: Path) -> None:
     assert _states(rd) == {IDS[0]: "done", IDS[1]: "done", IDS[2]: "interrupted"}
     _hold(rd, None)
     assert _wait(lambda: _job(job).get("JobState") == "PENDING", 60), _job(job)
-    subprocess.run(["scontrol", "update", f"jobid={job}", "StartTime=now"], check=True, timeout=30)
+    _start_now(job)
     _finished(rd, job, log)
 
     text = log.read_text()  # one log across the three attempts: each pause and each resume, one line each
@@ -163,8 +175,9 @@ def test_time_limit_sends_sigterm_first_and_the_same_submission_resumes(tmp_path
     _hold(rd, IDS[1])  # never released in the first job: only the time limit ends it
     job = slurm.submit(rd, plan, time_limit="1", signal_lead=30, python=str(python))[0].job_id
     log = rd.root / "slurm" / f"{job}.out"
-    assert _wait(lambda: log.is_file() and f"HOLDING {IDS[1]}" in log.read_text(), 120), _job(job)
-    # SIGTERM comes about 30 s before the one-minute limit (Slurm's event resolution: up to a minute early)
+    assert _wait(lambda: log.is_file() and f"HOLDING {IDS[1]}" in log.read_text(), 300), _job(job)
+    # SIGTERM comes 30 s before the one-minute limit, when slurmctld's periodic time-limit check finds it due
+    # (on this node 30 to 60 s after the start; the resubmitted job below ends long before its own signal)
     assert _wait(lambda: _job(job).get("JobState") not in ("RUNNING", "COMPLETING"), 150), _job(job)
     info = _job(job)
     assert info.get("JobState") == "FAILED" and info.get("ExitCode") == "75:0", info  # paused, not TIMEOUT
