@@ -15,7 +15,7 @@ PKG = Path(__file__).resolve().parents[1] / "infx"
 
 # Lower layers first. A module may import its own package and any package of a lower layer.
 LAYERS: list[set[str]] = [
-    {"diagnostics", "failures", "bounds", "builtin", "pointfiles"},  # shared foundations
+    {"diagnostics", "failures", "bounds", "builtin", "pointfiles", "preemption"},  # shared foundations
     {"atomic"},        # atomic writes; a refused write is an InfxError (WriteFault)
     {"yamlsource", "workspace", "jsonio", "outpaths", "cli_options"},
     {"catalog"},

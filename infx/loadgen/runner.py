@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infx import atomic
+from infx import atomic, preemption
 from infx.loadgen.checks import run_checks
 from infx.loadgen.config import BenchConfig
 from infx.loadgen.datasets import Prompt, load_tokenizer, random_prompts, sharegpt_prompts
@@ -140,7 +140,8 @@ class _MeasuredPhase:
     dataset's schedule and for a custom source). Use inside the event loop, as a context manager:
 
     * Ctrl-C (SIGINT) sets ``interrupted``, releases the other workers (``abort_sync``) and cancels the
-      requests :meth:`run` is awaiting (they come back as ``cancelled`` records);
+      requests :meth:`run` is awaiting (they come back as ``cancelled`` records); so does SIGTERM where the
+      process takes it as a pause (:mod:`infx.preemption`);
     * ``on_tick(counters)`` runs every 0.25 s while the phase is open, and once more when it closes.
     """
 
@@ -155,11 +156,16 @@ class _MeasuredPhase:
         self._task: asyncio.Task[Any] | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._old_term: Any = None
 
     def __enter__(self) -> _MeasuredPhase:
         self._loop = asyncio.get_running_loop()
         with contextlib.suppress(RuntimeError, ValueError, NotImplementedError):  # not the main thread
             self._loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+        if preemption.armed():  # SIGTERM is a pause here: stop like Ctrl-C, keep the records
+            self._old_term = signal.getsignal(signal.SIGTERM)
+            with contextlib.suppress(RuntimeError, ValueError, NotImplementedError):
+                self._loop.add_signal_handler(signal.SIGTERM, self._on_sigterm)
         if self.on_tick is not None:
             self._ticker = asyncio.create_task(self._tick(self.on_tick))
         return self
@@ -171,11 +177,19 @@ class _MeasuredPhase:
         if self._loop is not None:
             with contextlib.suppress(RuntimeError, ValueError, NotImplementedError):
                 self._loop.remove_signal_handler(signal.SIGINT)
+            if self._old_term is not None:  # removing the loop's handler leaves SIG_DFL: put the pause back
+                with contextlib.suppress(RuntimeError, ValueError, NotImplementedError):
+                    self._loop.remove_signal_handler(signal.SIGTERM)
+                    signal.signal(signal.SIGTERM, self._old_term)
 
     async def _tick(self, on_tick: Callable[[Counters], None]) -> None:
         while True:
             on_tick(self.counters)
             await asyncio.sleep(self.TICK_S)
+
+    def _on_sigterm(self) -> None:
+        preemption.note()
+        self._on_sigint()
 
     def _on_sigint(self) -> None:
         self.interrupted = True
@@ -274,6 +288,9 @@ def _event_loop_run(coro: Any) -> Any:
 # --------------------------------------------------------------------------- workers
 def _worker_main(plan: ShardPlan, barrier: Any, start_value: Any, shared: Any, out_q: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the loop's handler takes over once it runs
+    if preemption.armed():  # the parent takes SIGTERM and stops this worker with SIGINT
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        preemption.disarm()
 
     def sync() -> int:
         barrier.wait()
@@ -318,7 +335,12 @@ def _run_workers(plans: list[ShardPlan], progress: Progress | None) -> list[Shar
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(p.pid, signal.SIGINT)
 
+    def on_sigterm(signum: int, frame: Any) -> None:
+        preemption.note()
+        on_sigint(signum, frame)
+
     old = signal.signal(signal.SIGINT, on_sigint)
+    old_term = signal.signal(signal.SIGTERM, on_sigterm) if preemption.armed() else None
     outputs: list[ShardOutput] = []
     errors: list[str] = []
     lost: dict[int, int] = {}  # failed worker -> measured requests it had issued
@@ -360,6 +382,8 @@ def _run_workers(plans: list[ShardPlan], progress: Progress | None) -> list[Shar
             p.join(5)
     finally:
         signal.signal(signal.SIGINT, old)
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
         for p in procs:
             if p.is_alive():
                 p.kill()

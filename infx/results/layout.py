@@ -8,7 +8,7 @@
         manifest.json                          RunManifest
         points/<point-id>/
           point.json                           PointFile: Point.to_row() + launch fingerprint
-          status.json                          PointStatus: done | failed | skipped, reason, log tail...
+          status.json                          PointStatus: done | failed | skipped | interrupted, reason...
           result.json                          BenchResult (only when the point was measured)
           records.jsonl.gz                     raw per-request records
           engine.log                           the engine's log
@@ -48,7 +48,9 @@ POINTS = "points"
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=@,-]{0,199}$")
 
-PointState = Literal["done", "failed", "skipped"]
+# interrupted: stopped mid-point by Ctrl-C or SIGTERM (infx.preemption); its result.json (complete: false) and
+# records are what it measured until then, never a measurement: resume measures it again, the store skips it
+PointState = Literal["done", "failed", "skipped", "interrupted"]
 
 
 class _Model(BaseModel):

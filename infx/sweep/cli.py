@@ -128,6 +128,8 @@ def run_cmd(
     partition: str | None = typer.Option(None, "--partition", help="slurm partition"),
     time_limit: str | None = typer.Option(None, "--time", help="slurm time limit per job"),
     max_parallel: int | None = typer.Option(None, "--max-parallel", help="slurm: array throttle (%K)."),
+    signal_lead: int = typer.Option(120, "--signal-lead", min=0, max=86400, help="slurm: seconds before the time "
+                                    "limit the job gets SIGTERM (it pauses: interrupted point kept, exit 75)."),
     pr_number: int | None = typer.Option(None, "--pr-number", help="Mark the run unofficial: measured "
                                             "for this pull request (reports show a banner)."),
     pr_branch: str | None = typer.Option(None, "--pr-branch", help="Mark the run unofficial: measured "
@@ -197,7 +199,7 @@ def run_cmd(
     if dry_run:
         raise typer.Exit(_print_plan(prep))
     if req.backend == "slurm":
-        code = submit_slurm(prep, wait, wait_timeout, partition, time_limit, max_parallel)
+        code = submit_slurm(prep, wait, wait_timeout, partition, time_limit, max_parallel, signal_lead)
     else:
         code = run_locally(prep)
     raise typer.Exit(code)
@@ -326,7 +328,7 @@ def status_cmd(
                     *((f"$/Mtok ({cost.tier if cost else ''})",) if show_cost else ()), "reason"):
             t.add_column(col)
         colours = {"done": "green", "damaged": "red", "failed": "red", "skipped": "yellow", "running": "cyan",
-                   "queued": "blue"}
+                   "queued": "blue", "interrupted": "magenta"}
         for p in s.points:
             c = colours.get(p.state, "white")
             t.add_row(p.point_id, p.conc, f"[{c}]{p.state}[/{c}]", *((p.trials,) if show_trials else ()),

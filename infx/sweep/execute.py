@@ -12,14 +12,14 @@ Each front end returns the command's exit code.
 
 from __future__ import annotations
 
-import signal
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
+from infx import preemption
 from infx.diagnostics import Diagnostic, InfxError
 from infx.sweep.interfaces import EngineStarter, PointEvaluator, PointMeasurer
 from infx.sweep.layout import RunDir
@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from infx.catalog.runners import RunnerConfig
 
 EXIT_FAILED_POINTS = 1
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # Ctrl-C
+EXIT_PREEMPTED = preemption.EXIT_PREEMPTED  # SIGTERM: paused, resumable
 
 
 @dataclass(frozen=True)
@@ -97,14 +98,17 @@ def run_sweep(prep: Prepared, wiring: Wiring, emit: Emit | None = None, on_final
         finish_invocation(rd)
 
 
-def sigterm_as_interrupt() -> None:
-    """SIGTERM (Slurm's scancel/time limit, a killed CI job) takes the same path as Ctrl-C:
-    the running engine is stopped, finished points stay, nothing is half-written."""
+def sigterm_as_pause() -> None:
+    """SIGTERM (Slurm's preemption, time limit or scancel, a stopped CI job) is a pause
+    (:mod:`infx.preemption`): the point in flight is written ``interrupted`` with its records, the running
+    engine is stopped, finished points stay, nothing is half-written; the command exits with
+    :data:`EXIT_PREEMPTED` and the same command (or the requeued job) resumes."""
+    preemption.install()
 
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, handler)
+def interrupted_exit() -> int:
+    """The exit code of an interrupted sweep: a SIGTERM's pause, or Ctrl-C's."""
+    return EXIT_PREEMPTED if preemption.requested() else EXIT_INTERRUPTED
 
 
 def ingest_final(rd: RunDir) -> Callable[[str], None]:
@@ -137,7 +141,7 @@ def run_locally(prep: Prepared, wiring: Wiring | None = None) -> int:
 
     from infx.sweep.progress import Progress, results_table
 
-    sigterm_as_interrupt()
+    sigterm_as_pause()
     interrupted = False
     with Progress() as progress:
         try:
@@ -148,7 +152,10 @@ def run_locally(prep: Prepared, wiring: Wiring | None = None) -> int:
     Console(stderr=True).print(results_table(prep.run_dir, [p.point_id for p in prep.points]))
     print(f"results: {prep.run_dir.root}", file=sys.stderr)
     if interrupted:
-        return EXIT_INTERRUPTED
+        if preemption.requested():
+            print(f"preempted (SIGTERM): state written; the same command resumes (exit {EXIT_PREEMPTED})",
+                  file=sys.stderr)
+        return interrupted_exit()
     _print_outcome(summary)
     return 0 if summary.ok else EXIT_FAILED_POINTS
 
@@ -175,7 +182,8 @@ def run_groups(rd: RunDir, plan: RunPlan, fingerprints: list[str], wiring: Wirin
     from infx.sweep.progress import Progress
     from infx.workspace import set_override
 
-    sigterm_as_interrupt()
+    sigterm_as_pause()
+    _say_resumed(rd, fingerprints)
     if rd.stop_file.exists():
         print(f"fail-fast: {rd.stop_file} exists; not starting group(s) {', '.join(f[:12] for f in fingerprints)}",
               file=sys.stderr)
@@ -197,14 +205,39 @@ def run_groups(rd: RunDir, plan: RunPlan, fingerprints: list[str], wiring: Wirin
             summary = orch.run(groups)
             code = 0 if summary.ok else EXIT_FAILED_POINTS
         except KeyboardInterrupt:
-            code = EXIT_INTERRUPTED
+            code = interrupted_exit()
         finally:
             finish_invocation(rd)
+    if code == EXIT_PREEMPTED:
+        _say_interrupted(rd, [p.point_id for g in groups for p in g.points])
     return code
 
 
+def _job_name() -> str:
+    job, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
+    return f"{job}_{task}" if job and task else os.environ.get("SLURM_JOB_ID", "")
+
+
+def _say_resumed(rd: RunDir, fingerprints: list[str]) -> None:
+    """One line in the job's log when Slurm runs it again (requeued after a preemption or by hand)."""
+    restarts = os.environ.get("SLURM_RESTART_COUNT", "0")
+    if restarts.isdigit() and int(restarts) > 0:
+        print(f"infx: job {_job_name()} resumed (restart {restarts}): group(s) "
+              f"{', '.join(f[:12] for f in fingerprints)} of {rd.root}; finished points are kept, interrupted "
+              "ones are measured again", file=sys.stderr, flush=True)
+
+
+def _say_interrupted(rd: RunDir, point_ids: list[str]) -> None:
+    """One line in the job's log when SIGTERM paused it: which point was interrupted, how it resumes."""
+    cut = [pid for pid in point_ids if (st := rd.read_status(pid)) is not None and st.state == "interrupted"]
+    print(f"infx: job {_job_name()} interrupted by SIGTERM: "
+          + (f"point(s) {', '.join(cut)} interrupted" if cut else "no point in flight")
+          + f"; engine stopped, state written; requeue the job or re-run the same command to resume "
+          f"(exit {EXIT_PREEMPTED})", file=sys.stderr, flush=True)
+
+
 def submit_slurm(prep: Prepared, wait: bool, wait_timeout: float, partition: str | None, time_limit: str | None,
-                 max_parallel: int | None) -> int:
+                 max_parallel: int | None, signal_lead: int | None = None) -> int:
     """Submit a prepared sweep's groups that still need work as Slurm jobs (``--wait``: until they ended),
     each on the nodes and GPUs per node ``plan.json`` records for it."""
     from infx.sweep import slurm
@@ -231,7 +264,8 @@ def submit_slurm(prep: Prepared, wait: bool, wait_timeout: float, partition: str
     planned = {g.fingerprint: g for g in plan.groups}  # nodes and GPUs per node as plan.json has them
     subs = slurm.submit(rd, plan, [planned[g.fingerprint].model_copy(update={"point_ids": g.point_ids})
                                    for g in todo], partition=partition, time_limit=time_limit,
-                        max_parallel=max_parallel)
+                        max_parallel=max_parallel,
+                        signal_lead=slurm.SIGNAL_LEAD_S if signal_lead is None else signal_lead)
     for s in subs:
         print(f"submitted job {s.job_id}: {len(s.groups)} group(s), {s.nodes} node(s) x gres gpu:{s.gpus}",
               file=sys.stderr)

@@ -4,7 +4,8 @@
 * :class:`PointMeasurer` runs one point's load (warmup, then measurement) against a running engine.
 * :class:`PointEvaluator` grades a point's accuracy on the running engine.
 
-A launch that fails raises :class:`LaunchFailed`; a measurer reports :class:`LiveStats` while it runs.
+A launch that fails raises :class:`LaunchFailed`; a measurer stopped mid-point raises :class:`PointInterrupted`
+with what it measured; a measurer reports :class:`LiveStats` while it runs.
 The real implementations (:mod:`infx.sweep.local`) wrap the engines, load-generator and evals stages;
 the unit tests plug in fakes, so grouping, resume and isolation are tested without a server.
 """
@@ -39,6 +40,15 @@ class LaunchFailed(Failure):
                  port_retries: list[PortRetry] | None = None):
         self.port_retries = list(port_retries or [])  # launches that lost their port before this failure
         super().__init__(kind, message, log_tail)
+
+
+class PointInterrupted(KeyboardInterrupt):
+    """The load stopped early because the sweep was interrupted (Ctrl-C, or SIGTERM: :mod:`infx.preemption`):
+    ``result`` is what was measured until then (``complete: false``); its records are already written."""
+
+    def __init__(self, result: BenchResult):
+        super().__init__("interrupted mid-point")
+        self.result = result
 
 
 @dataclass

@@ -3,6 +3,7 @@ generator's ``run_bench`` for measurements, the evals stage's lm-eval run for ac
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import time
@@ -250,17 +251,14 @@ class LocalMeasurer:
 
             sample = tel.engine.latest if (tel and tel.engine) else functools.partial(scrape_once, url, 2.0)
             poller = MetricsPoller(sample, progress, self.poll_s)
-        if tel:
-            tel.start()
-        if poller:
-            poller.start()
-        try:
-            result = run_point_load(point, engine, point_dir, self.load, progress)
-        finally:
-            if poller:
-                poller.stop()
+        with contextlib.ExitStack() as running:  # stopped however the point ends (SIGTERM may come mid-start)
             if tel:
-                tel.stop()
+                running.callback(tel.stop)
+                tel.start()
+            if poller:
+                poller.start()
+                running.callback(poller.stop)
+            result = run_point_load(point, engine, point_dir, self.load, progress)
         if tel:
             from infx.telemetry.session import attach
 

@@ -17,8 +17,9 @@ Rules:
   graded). The eval's outcome is ``eval-status.json`` (pass / accuracy-fail / failed with the reason): a
   dying eval fails only its eval, other points go on; resume skips graded evals (and failed ones unless
   ``rerun_failed``); an accuracy-fail makes the sweep end non-zero after everything ran;
-* interruption (Ctrl-C / SIGTERM): the engine is stopped, finished points stay, the point in flight leaves no
-  status (it runs again next time), every file is written atomically.
+* interruption (Ctrl-C, or SIGTERM: :mod:`infx.preemption`): the point in flight is written ``interrupted``
+  with what it measured (``result.json`` says ``complete: false``, its records are kept), the engine is
+  stopped, finished points stay, every file is written atomically; resume measures interrupted points again.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from infx import preemption
 from infx.atomic import WriteFault, write_text
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
@@ -45,6 +47,7 @@ from infx.sweep.interfaces import (
     LaunchFailed,
     LiveStats,
     PointEvaluator,
+    PointInterrupted,
     PointMeasurer,
     RunningEngine,
     SearchingMeasurer,
@@ -447,11 +450,19 @@ class Orchestrator:
         try:
             assert self.measurer is not None, "a planning-only orchestrator measures nothing"
             result = self.measurer.measure(point, engine, pdir, progress)
-        except (KeyboardInterrupt, WriteFault):
+        except KeyboardInterrupt as exc:
+            self._interrupted(point, group, engine, log_from, started, facts,
+                              exc.result if isinstance(exc, PointInterrupted) else None)
+            raise
+        except WriteFault:
             raise
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             tb = traceback.format_exc(limit=6)
+        if preemption.requested():  # SIGTERM came while the point ran (a load that stops on its own, an engine
+            # the signal reached too): whatever it measured is not a measurement, nor is it the point's failure
+            self._interrupted(point, group, engine, log_from, started, facts, result)
+            raise preemption.Preempted("SIGTERM")
         excerpt = engine.log_excerpt(log_from)
         self.run_dir.write_engine_log(pid, excerpt)
         dead = engine.failure()
@@ -539,6 +550,24 @@ class Orchestrator:
         self.emit(ev.PointFinished(point.point_id, "skipped", reason, None, None))
 
     # ----------------------------------------------------------------- helpers
+    def _interrupted(self, point: Point, group: LaunchGroup, engine: RunningEngine, log_from: int, started: float,
+                     facts: StartupSummary, result: BenchResult | None) -> None:
+        """The point in flight when the sweep was interrupted: what it measured stays (``result.json`` with
+        ``complete: false``, the records), its status says ``interrupted``; never final, never ingested."""
+        pid = point.point_id
+        how = "SIGTERM (preempted)" if preemption.requested() else "interrupted (Ctrl-C)"
+        if result is not None:
+            result = result.model_copy(update={"complete": False})
+            self.run_dir.write_result(pid, result)
+        self.run_dir.write_engine_log(pid, engine.log_excerpt(log_from))
+        issued = f" after {result.metrics.issued} request(s)" if result is not None else ""
+        self.run_dir.write_status(pid, PointStatus(
+            state="interrupted", reason=f"{how} mid-point{issued}; re-run the same command to measure it again",
+            failure_class="preempted" if preemption.requested() else "interrupted",
+            launch_fingerprint=group.fingerprint, load_profile=self.options.load_key, startup=facts,
+            started_at=started, ended_at=time.time()))
+        self.emit(ev.PointFinished(pid, "interrupted", how))
+
     def _fail(self, point: Point, group: LaunchGroup, reason: str, detail: str, tail: str, summary: SweepSummary,
               started: float | None = None, facts: StartupSummary | None = None) -> None:
         """``reason`` is the classified failure (``failure_class``); ``detail`` the human-readable reason."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
-from infx.sweep.interfaces import LiveStats, ProgressFn, RunningEngine
+from infx.sweep.interfaces import LiveStats, PointInterrupted, ProgressFn, RunningEngine
 from infx.sweep.profile import LoadProfile
 
 if TYPE_CHECKING:
@@ -72,10 +72,10 @@ def run_point_load(point: Point, engine: RunningEngine, point_dir: Path, profile
     from infx.records import RECORDS_FILE, write_records
 
     run = execute(bench_config(point, engine, profile))
-    if not run.result.complete:
-        # the load generator stopped early (Ctrl-C): the point is not measured; keep nothing
-        raise KeyboardInterrupt
     write_records(point_dir / RECORDS_FILE, run.records)
+    if not run.result.complete:
+        # the load generator stopped early (Ctrl-C, SIGTERM): its records are kept, the point is not measured
+        raise PointInterrupted(run.result)
     if progress is not None:
         t = run.result.metrics.throughput
         progress(LiveStats(done=run.result.metrics.issued, total=run.result.metrics.issued,

@@ -81,7 +81,7 @@ class Progress:
                 self.point_times.append(time.monotonic() - self._point_t0)
                 msg = f"point {e.point_id}: done  {e.req_per_s or 0:.2f} req/s  {e.tok_per_s or 0:.1f} tok/s"
             else:
-                self.failed += 1
+                self.failed += e.state != "interrupted"
                 msg = f"point {e.point_id}: {e.state.upper()} {e.reason or ''}"
             self.current = None
         elif isinstance(e, ev.EvalFinished):

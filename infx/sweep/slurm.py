@@ -4,6 +4,13 @@ directory. ``squeue`` (and ``sacct`` when accounting is on) tell queued/running 
 
 No shell strings: the batch script is a fixed two-line file (``exec "$@"``) written into the run
 directory, and the ``infx run-group`` command travels as sbatch's script arguments.
+
+Preemption is a pause: jobs are submitted requeueable (``--requeue``) with their log appended across
+attempts (``--open-mode=append``), and Slurm sends SIGTERM to the batch step (which *is* ``infx run-group``,
+exec'd) ``signal_lead`` seconds before the time limit (``--signal=B:TERM@N``). On SIGTERM the job writes the
+point in flight ``interrupted``, stops its engine and exits 75 (:mod:`infx.preemption`) well within
+``KillWait``; a requeued job (``SLURM_RESTART_COUNT``) or the same ``infx run --backend slurm`` resumes there.
+The job's log says both, one line each.
 """
 
 from __future__ import annotations
@@ -22,6 +29,10 @@ from infx.sweep.layout import RunDir
 from infx.sweep.prepare import PlannedGroup, RunPlan, SlurmJob, save_plan
 
 JOB_SCRIPT = '#!/bin/sh\n# infx: runs its arguments (an argv, never a shell string)\nexec "$@"\n'
+# seconds before the time limit Slurm sends SIGTERM: stopping takes seconds (the point in flight is cancelled,
+# the engine stopped), but Slurm finds the moment by a periodic check (sbatch(1): the signal may come up to 60 s
+# off the asked time), so the lead leaves a margin
+SIGNAL_LEAD_S = 120
 
 
 @dataclass
@@ -42,12 +53,16 @@ def _need(tool: str) -> str:
 
 def sbatch_argv(run_dir: RunDir, groups: Sequence[PlannedGroup], *, gpus: int, nodes: int = 1,
                 python: str | None = None, partition: str | None = None, time_limit: str | None = None,
-                max_parallel: int | None = None, extra: Sequence[str] = ()) -> list[str]:
-    """The ``sbatch`` argv for one job (one group) or one array (several groups with the same GPU count)."""
+                max_parallel: int | None = None, extra: Sequence[str] = (), signal_lead: int = SIGNAL_LEAD_S
+                ) -> list[str]:
+    """The ``sbatch`` argv for one job (one group) or one array (several groups with the same GPU count):
+    requeueable, its log appended across attempts, SIGTERM to ``infx run-group`` ``signal_lead`` seconds
+    before the time limit."""
     root = run_dir.root.resolve()
     logs = root / "slurm"
     argv = [_need("sbatch"), "--parsable", f"--job-name=infx-{run_dir.run_id}"[:120],
-            f"--chdir={os.getcwd()}", f"--output={logs}/%A_%a.out" if len(groups) > 1 else f"--output={logs}/%j.out"]
+            f"--chdir={os.getcwd()}", f"--output={logs}/%A_%a.out" if len(groups) > 1 else f"--output={logs}/%j.out",
+            "--requeue", "--open-mode=append", f"--signal=B:TERM@{signal_lead}"]
     if len(groups) > 1:
         spec = f"0-{len(groups) - 1}" + (f"%{max_parallel}" if max_parallel else "")
         argv.append(f"--array={spec}")
@@ -71,7 +86,8 @@ def sbatch_argv(run_dir: RunDir, groups: Sequence[PlannedGroup], *, gpus: int, n
 
 def submit(run_dir: RunDir, plan: RunPlan, groups: Sequence[PlannedGroup] | None = None, *,
            partition: str | None = None, time_limit: str | None = None, max_parallel: int | None = None,
-           extra: Sequence[str] = ()) -> list[Submission]:
+           extra: Sequence[str] = (), signal_lead: int = SIGNAL_LEAD_S, python: str | None = None
+           ) -> list[Submission]:
     """Submit the groups (default: all of the plan's), one sbatch per GPU count; record the job ids."""
     groups = list(plan.groups if groups is None else groups)
     write_text(run_dir.root / "slurm" / "job.sh", JOB_SCRIPT)
@@ -82,7 +98,7 @@ def submit(run_dir: RunDir, plan: RunPlan, groups: Sequence[PlannedGroup] | None
     subs: list[Submission] = []
     for (gpus, nodes), gs in by_gpus.items():
         argv = sbatch_argv(run_dir, gs, gpus=gpus, nodes=nodes, partition=partition, time_limit=time_limit,
-                           max_parallel=max_parallel, extra=extra)
+                           max_parallel=max_parallel, extra=extra, signal_lead=signal_lead, python=python)
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         if proc.returncode != 0:
             raise InfxError(Diagnostic(f"sbatch failed (exit {proc.returncode}): {proc.stderr.strip()[:400]}"))

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from infx.analysis.costmodel import CostModel
     from infx.results.store.quarantine import Entry as QuarantineEntry
 
-State = Literal["done", "damaged", "failed", "skipped", "running", "queued", "pending"]
+State = Literal["done", "damaged", "failed", "skipped", "interrupted", "running", "queued", "pending"]
 
 
 @dataclass

@@ -48,3 +48,35 @@ def test_ctrl_c_cancels_the_requests_marks_the_phase_and_releases_the_others() -
     assert asyncio.run(main()) is True
     assert cancelled == [True] and aborted == [True]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the loop's handler is gone again
+
+
+def test_sigterm_is_the_phase_s_ctrl_c_where_the_process_takes_it_as_a_pause(monkeypatch) -> None:
+    """A sweep arms SIGTERM as a pause (infx.preemption): inside the phase it cancels the requests like Ctrl-C
+    (the records are kept by the caller), notes the preemption, and the sweep's handler is back afterwards."""
+    from infx import preemption
+
+    monkeypatch.setattr(preemption, "_armed", False)
+    monkeypatch.setattr(preemption, "_received_at", None)
+    old = signal.getsignal(signal.SIGTERM)
+    cancelled: list[bool] = []
+
+    async def main() -> bool:
+        with _MeasuredPhase(Counters()) as phase:
+            async def work() -> None:
+                try:
+                    await asyncio.sleep(30)
+                except asyncio.CancelledError:
+                    cancelled.append(True)
+                    raise
+
+            asyncio.get_running_loop().call_later(0.1, os.kill, os.getpid(), signal.SIGTERM)
+            await phase.run(work())
+        return phase.interrupted
+
+    try:
+        preemption.install()
+        assert asyncio.run(main()) is True
+        assert cancelled == [True] and preemption.requested()
+        assert signal.getsignal(signal.SIGTERM) is preemption._handler  # not SIG_DFL: a later SIGTERM still pauses
+    finally:
+        signal.signal(signal.SIGTERM, old)

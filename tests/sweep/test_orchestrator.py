@@ -187,7 +187,7 @@ def test_interrupt_keeps_finished_points_and_stops_engine(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         o.run(two_groups())
     assert states(tmp_path, ["a-tp1-c1", "a-tp1-c2", "b-tp2-c1"]) == {
-        "a-tp1-c1": "done", "a-tp1-c2": None, "b-tp2-c1": None}
+        "a-tp1-c1": "done", "a-tp1-c2": "interrupted", "b-tp2-c1": None}
     assert starter.engines[0].stopped
     assert not list(tmp_path.rglob("*.tmp"))  # nothing half-written
     rec = json.loads(RunDir(tmp_path / "run1").group_file(starter.started[0]).read_text())

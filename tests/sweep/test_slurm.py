@@ -31,6 +31,11 @@ def test_sbatch_argv_single_job_and_array(tmp_path: Path, monkeypatch: pytest.Mo
                             python="/py")
     assert one[:2] == ["sbatch", "--parsable"]
     assert "--gres=gpu:4" in one and not any(a.startswith("--array") for a in one)
+    # preemption is a pause: requeueable, one log across attempts, SIGTERM to the batch step ahead of the limit
+    assert {"--requeue", "--open-mode=append", f"--signal=B:TERM@{slurm.SIGNAL_LEAD_S}"} <= set(one)
+    lead = slurm.sbatch_argv(rd, [PlannedGroup(fingerprint="a" * 64, point_ids=["p"])], gpus=0, python="/py",
+                             time_limit="5", signal_lead=30)
+    assert "--signal=B:TERM@30" in lead and "--time=5" in lead
     tail = one[one.index(str(rd.root.resolve() / "slurm" / "job.sh")) + 1:]
     assert tail == ["/py", "-m", "infx", "run-group", "--run-dir", str(rd.root.resolve()), "--group", "a" * 16]
     many = slurm.sbatch_argv(rd, [PlannedGroup(fingerprint=c * 64, point_ids=[c], gpus=0) for c in "abc"], gpus=0,

@@ -11,11 +11,11 @@ from typing import Any, Literal
 import sqlalchemy as sa
 
 from infx.diagnostics import Diagnostic, InfxError
-from infx.results.layout import MANIFEST, POINTS, STATUS_FILE, ResultsDir, RunManifest
+from infx.results.layout import MANIFEST, POINTS, ResultsDir, RunManifest
 from infx.results.store import backend as backend_mod
 from infx.results.store import migrate, reads, schema, snapshots, writes
 from infx.results.store.backend import Backend, driver_errors, store_error
-from infx.results.store.bundles import IngestReport, PointBundle, bundle_digest, read_bundle
+from infx.results.store.bundles import IngestReport, PointBundle, bundle_digest, in_flight, read_bundle
 from infx.results.store.quarantine import Entry, Refused, entries
 from infx.results.store.rows import ImportedRows
 from infx.results.store.schema import SCHEMA_VERSION
@@ -262,7 +262,7 @@ class Store:
 
         def bundles() -> Iterator[PointBundle]:
             for point_id in results.points(run_id):
-                if not (results.point_dir(run_id, point_id) / STATUS_FILE).is_file():
+                if in_flight(results, run_id, point_id):
                     report.pending += 1
                     continue
                 try:

@@ -65,6 +65,18 @@ def make_bundle(run_id: str, point: Point, status: PointStatus, result: BenchRes
                        point_json, recipe=recipe_fingerprint(pf.point))
 
 
+def in_flight(results: ResultsDir, run_id: str, point_id: str) -> bool:
+    """The point is not final: no ``status.json`` yet (being measured), or ``interrupted`` (Ctrl-C or SIGTERM
+    stopped it mid-point; its partial result is never a measurement). Ingest counts it pending."""
+    path = results.point_dir(run_id, point_id) / STATUS_FILE
+    if not path.is_file():
+        return True
+    try:
+        return results.read_status(run_id, point_id).state == "interrupted"
+    except InfxError:
+        return False  # unreadable: read_bundle refuses it with the file and field
+
+
 def read_bundle(results: ResultsDir, run_id: str, point_id: str) -> PointBundle:
     """Read and validate one point directory; raises :class:`Refused` (an InfxError naming its quarantine rule;
     nothing written) when bad."""

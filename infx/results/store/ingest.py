@@ -9,7 +9,7 @@ from infx.diagnostics import Diagnostic, InfxError
 from infx.results.layout import MANIFEST, POINTS, ResultsDir
 from infx.results.store import url as store_url
 from infx.results.store.api import Store
-from infx.results.store.bundles import IngestReport, bundle_digest, read_bundle
+from infx.results.store.bundles import IngestReport, bundle_digest, in_flight, read_bundle
 from infx.results.store.quarantine import Refused, entries
 
 
@@ -30,6 +30,9 @@ def ingest_point(results_root: str | Path, run_id: str, point_id: str, *, store:
             return report
         st.upsert_run(manifest, bundle_digest((results.run_dir(run_id) / MANIFEST).read_bytes()))
         report.runs = 1
+        if in_flight(results, run_id, point_id):  # interrupted mid-point: measured again, never stored
+            report.pending += 1
+            return report
         try:
             bundle = read_bundle(results, run_id, point_id)
         except Refused as exc:
