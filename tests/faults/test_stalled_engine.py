@@ -96,3 +96,23 @@ def test_a_stalled_engine_ends_its_point_is_stopped_and_the_rerun_measures_what_
     assert len(started) == 3 and not any(group_alive(pid) for pid in started)
     assert records(ws) == []
     assert [p for p in rd.root.rglob("*") if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.timeout(60)
+def test_the_load_generator_sends_nothing_after_the_first_stalled_request(tiny_model_dir: Path) -> None:
+    """``stop_on_stall`` (what a sweep's points run with): the first request that gets no byte for the stall
+    timeout ends the run; requests in flight come back cancelled, none is sent after it, and the result is
+    complete (nothing was interrupted) with the stall counted. Without it every request is sent."""
+    from infx.loadgen.config import BenchConfig
+    from infx.loadgen.runner import execute
+    from infx.loadgen.testserver import SyntheticServer
+
+    cfg = dict(model="m", tokenizer=str(tiny_model_dir), input_len=16, output_len=8, ignore_eos=True,
+               progress=False, concurrency=2, num_prompts=12, stall_timeout_s=1.0, total_timeout_s=30.0)
+    with SyntheticServer(faults=("ok", "ok", "ok", "stall")) as srv:  # every fourth request stalls
+        stopped = execute(BenchConfig(base_url=srv.base_url, stop_on_stall=True, **cfg)).result
+        full = execute(BenchConfig(base_url=srv.base_url, **cfg)).result
+    assert stopped.complete and stopped.metrics.error_classes.get("timeout_stall") == 1
+    assert stopped.metrics.issued < 12 and len(srv.requests) == stopped.metrics.issued + 12
+    assert "stop_on_stall" not in stopped.config.model_dump()  # how the run went, not a setting it records
+    assert full.metrics.issued == 12 and full.metrics.error_classes.get("timeout_stall") == 3
