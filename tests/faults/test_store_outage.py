@@ -94,6 +94,12 @@ def test_postgres_stopped_mid_sweep_then_started_ingest_stores_each_point_once(
         assert got.returncode == 0, got.stdout + got.stderr
         assert _rows(server, database) == dict.fromkeys(ids, 1)
     assert [p for p in results.rglob("*") if p.name.endswith(".tmp")] == []
+    # the same sweep again measures nothing: every point was final on disk all along
+    again = FakeMeasurer()
+    rerun = run_sweep(prepare(req, points=[make_point("a", 1, c) for c in CONCS], render=_render),
+                      Wiring(FakeStarter(), again), on_final=ingest_final(rd))
+    assert again.measured == [] and sorted(rerun.reused) == sorted(ids) and rerun.launches == 0
+    assert _rows(server, database) == dict.fromkeys(ids, 1)
 
 
 def test_only_a_server_that_is_not_there_is_unreachable(own_pg_server: PgServer) -> None:
