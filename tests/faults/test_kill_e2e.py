@@ -6,19 +6,21 @@ left. One chain of runs shares the work: each kill leaves the state the next one
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from infx.engines import reaper
+from infx.results.receipt import has_receipt
 from infx.sweep.layout import RunDir
-from tests.faults.killing import done as _done
-from tests.faults.killing import env as _env
-from tests.faults.killing import kill_when as _kill_when
-from tests.faults.killing import of_workspace as _of_workspace
-from tests.faults.killing import records as _records
 
+REPO = Path(__file__).resolve().parents[2]
 KEY = "tinyllama-bf16-cpu-vllm"
 pytestmark = pytest.mark.slow
 CATALOG = f"""{KEY}:
@@ -36,6 +38,63 @@ CATALOG = f"""{KEY}:
       search-space:
       - {{ tp: 1, conc-list: [1, 2, 4, 8, 16] }}
 """
+
+
+def _env(ws: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "INFX_WORKSPACE": str(ws), "PYTHONUNBUFFERED": "1"}
+
+
+def _of_workspace(ws: Path) -> list[int]:
+    """Live processes whose command line names the workspace (an engine serves its model from it)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if str(ws).encode() in cmd and state != "Z":
+            out.append(int(entry.name))
+    return out
+
+
+def _wait(cond: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.2)
+    return cond()
+
+
+def _records(ws: Path) -> list[reaper.EngineRecord]:
+    d = ws / ".infx" / "engines"
+    return [reaper.EngineRecord.model_validate_json(p.read_bytes()) for p in d.glob("*.json")] if d.is_dir() else []
+
+
+def _done(rd: RunDir) -> set[str]:
+    """Points that are final: done, with their receipt (a kill between the two leaves one that is not)."""
+    return {pid for pid in rd.results.points(rd.run_id) if (st := rd.read_status(pid)) is not None
+            and st.state == "done" and has_receipt(rd.point_dir(pid))}
+
+
+def _kill_when(argv: list[str], ws: Path, log: Path, when: Callable[[], bool], what: str) -> None:
+    with log.open("w") as fh:
+        proc = subprocess.Popen(argv, cwd=ws, env=_env(ws), stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        assert _wait(lambda: when() or proc.poll() is not None, 400), f"{what}: never reached"
+        assert proc.poll() is None, f"{what}: the run ended before the kill: {log.read_text()[-2000:]}"
+        engines = [r.pid for r in _records(ws)]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert engines, f"{what}: no engine was recorded"
+    # the kernel's parent-death signal stops the engine and its workers (vLLM's own clean-up on SIGTERM)
+    assert _wait(lambda: not _of_workspace(ws), 90), (what, _of_workspace(ws))
 
 
 @pytest.mark.timeout(1500)
