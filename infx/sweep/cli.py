@@ -29,7 +29,7 @@ EXIT_FAILED = 1
 # RunRequest fields whose option is not spelled --field-name
 RUN_OPTIONS = {"load.slo_tier": "--slo", "load.agentic_duration_s": "--agentic-duration",
                "telemetry.enabled": "--telemetry", "telemetry.gpu": "--gpu-telemetry", "pr.number": "--pr-number",
-               "pr.branch": "--pr-branch"}
+               "pr.branch": "--pr-branch", "load.stall_timeout_s": "--stall-timeout"}
 
 
 def _run_request() -> type[BaseModel]:

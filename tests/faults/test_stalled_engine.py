@@ -9,6 +9,8 @@ a stand-in server (``stall_server.py``) because no GPU engine can stall on cue i
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from infx.sweep.execute import Wiring, run_sweep
 from infx.sweep.local import LocalMeasurer, LocalStarter
 from infx.sweep.prepare import LoadProfile, RunRequest, prepare
 from infx.telemetry.session import TelemetryOptions
-from tests.faults.killing import records
+from tests.faults.killing import REPO, records
 from tests.sweep.fakes import make_point
 
 SERVER = Path(__file__).with_name("stall_server.py")
@@ -116,3 +118,12 @@ def test_the_load_generator_sends_nothing_after_the_first_stalled_request(tiny_m
     assert stopped.metrics.issued < 12 and len(srv.requests) == stopped.metrics.issued + 12
     assert "stop_on_stall" not in stopped.config.model_dump()  # how the run went, not a setting it records
     assert full.metrics.issued == 12 and full.metrics.error_classes.get("timeout_stall") == 3
+
+
+def test_a_bad_stall_timeout_is_one_line_exit_2(tmp_path: Path) -> None:
+    got = subprocess.run([sys.executable, "-m", "infx", "run", "--config-keys", "tinyllama-bf16-cpu-vllm",
+                          "--stall-timeout", "0", "--results", str(tmp_path / "results")], cwd=REPO,
+                         capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert got.returncode == 2, got.stderr
+    assert got.stderr.strip().splitlines() == ["error: --stall-timeout must be > 0, not 0.0 (at --stall-timeout)"]
+    assert not (tmp_path / "results").exists()
