@@ -150,6 +150,40 @@ def start(base: Path | None = None) -> PgServer | str:
     return f"PostgreSQL did not start: {last}"
 
 
+def _pg_ctl(server: PgServer, *args: str) -> subprocess.CompletedProcess[str]:
+    assert server.root is not None, "only a cluster this session started is stopped and started again"
+    bindir = _bin_dir()
+    assert bindir is not None
+    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    return subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(server.root / "data"), *args],
+                          capture_output=True, text=True, timeout=90, cwd=server.root)
+
+
+def halt(server: PgServer) -> None:
+    """Stop a cluster of this session's own (fast shutdown: open connections are cut), keeping its data."""
+    got = _pg_ctl(server, "-m", "fast", "-w", "-t", "60", "stop")
+    assert got.returncode == 0, got.stderr or got.stdout
+
+
+def resume(server: PgServer) -> None:
+    """Start a cluster :func:`halt` stopped, on the same port and data."""
+    got = _pg_ctl(server, "-l", str(server.root / "server.log"), "-w", "-t", "60", "start")  # type: ignore[operator]
+    assert got.returncode == 0, got.stderr or got.stdout
+
+
+@pytest.fixture
+def own_pg_server() -> Iterator[PgServer]:
+    """A cluster for one test alone (``initdb`` into a temporary directory, about a second): a test may stop
+    and start it (:func:`halt`, :func:`resume`) without touching the shared one other tests use."""
+    got = start()
+    if isinstance(got, str):
+        pytest.skip(got)
+    try:
+        yield got
+    finally:
+        stop(got)
+
+
 def stop(server: PgServer) -> None:
     if server.root is None:  # services.sh's cluster outlives the session (.ci/postgres.sh stop ends it)
         with server.admin() as conn:  # ... without this session's databases

@@ -9,7 +9,8 @@ Two layers, because a process killed with SIGKILL runs no clean-up of its own:
   (the infx process's pid and start time) is written to the workspace's ``<cache>/engines/``. Before the
   next launch (and on ``infx engine down``), :func:`reap_orphans` stops the process group of every
   recorded engine whose owner is gone and that is still alive, and says so in one line. A record is
-  matched by pid *and* start time, so a recycled pid (another program now) is never touched.
+  matched by pid *and* start time, so a recycled pid (another program now) is never touched. A record may
+  name scratch directories the process used (a deployment's KV directory); they are removed with the orphan.
 
 ``infx engine up`` starts an engine meant to outlive the command: it is started without either.
 """
@@ -25,7 +26,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from infx.engines.procgroup import group_alive, kill_group
 
@@ -46,6 +47,7 @@ class EngineRecord(BaseModel):
     owner_pid: int
     owner_start_ticks: int
     what: str  # the program (argv[0]) and role, for the one line that reports it
+    scratch: list[str] = Field(default_factory=list)  # directories infx made for it (``infx-*``), removed with it
 
 
 def start_ticks(pid: int) -> int | None:
@@ -97,8 +99,10 @@ def registry_dir() -> Path | None:
     return ws.cache_dir / "engines"
 
 
-def track(pid: int, port: int | None, what: str, directory: Path | None = None) -> Path | None:
-    """Record a process this infx process just started; its record's path (None: not recorded)."""
+def track(pid: int, port: int | None, what: str, directory: Path | None = None,
+          scratch: list[Path] | None = None) -> Path | None:
+    """Record a process this infx process just started (``scratch``: directories infx made for it, named
+    ``infx-*``); its record's path (None: not recorded)."""
     from infx.atomic import WriteFault, write_text
 
     directory = directory or registry_dir()
@@ -110,7 +114,7 @@ def track(pid: int, port: int | None, what: str, directory: Path | None = None) 
     except ProcessLookupError:
         return None
     rec = EngineRecord(pid=pid, start_ticks=ticks, pgid=pgid, port=port, owner_pid=os.getpid(),
-                       owner_start_ticks=own, what=what)
+                       owner_start_ticks=own, what=what, scratch=[str(d) for d in scratch or []])
     path = directory / f"{pid}-{ticks}.json"
     try:
         write_text(path, rec.model_dump_json())
@@ -145,8 +149,19 @@ def reap_orphans(directory: Path | None = None, grace: float = REAP_GRACE_S) -> 
             port = f" on port {rec.port}" if rec.port is not None else ""
             said.append(f"stopped {rec.what} pid {rec.pid}{port} (process group {rec.pgid}), left running by a "
                         f"killed infx process (pid {rec.owner_pid})")
+        _remove_scratch(rec)
         untrack(path)
     return said
+
+
+def _remove_scratch(rec: EngineRecord) -> None:
+    """The scratch directories of an engine whose owner is gone (only ``infx-*`` ones: a record never makes
+    infx delete anything it did not name itself)."""
+    import shutil
+
+    for d in rec.scratch:
+        if Path(d).name.startswith("infx-"):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def _ours_alive(rec: EngineRecord) -> bool:

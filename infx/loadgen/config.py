@@ -23,6 +23,9 @@ class BenchConfig(BenchSettings):
     the matrix row it measures, and the rules between options it must satisfy before it runs."""
 
     point: dict[str, Any] | None = None  # the matrix row, if run for a matrix point (result.json ``point``)
+    # the first request that stalls ends the run (``Target.stop_on_stall``; a sweep's points): how the run went,
+    # not a setting a result records
+    stop_on_stall: bool = False
 
     @field_validator("base_url")
     @classmethod

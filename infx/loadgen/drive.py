@@ -50,7 +50,8 @@ async def drive(
     """Run ``source`` to exhaustion and wait for every request. ``max_concurrency`` None/0:
     no cap (pure open loop). If this coroutine is cancelled, in-flight requests are cancelled
     too and come back as ``cancelled`` records appended to ``records`` (pass your own list to
-    keep them); the ``CancelledError`` is then re-raised."""
+    keep them); the ``CancelledError`` is then re-raised. With ``target.stop_on_stall`` the first request that
+    stalls ends the run early: no request is sent after it, and those in flight come back ``cancelled``."""
     records = records if records is not None else []
     counters = counters if counters is not None else Counters()
     cap = max_concurrency or 0
@@ -62,8 +63,11 @@ async def drive(
             slots.put_nowait(t0)
     inflight: set[asyncio.Task[None]] = set()
     unstarted: dict[asyncio.Task[None], RequestSpec] = {}  # cancelled before its first step: no record yet
+    stalled = False  # with ``target.stop_on_stall``: a request got no byte for the stall timeout
 
     def finish(rec: RequestRecord) -> None:
+        nonlocal stalled
+        stalled = stalled or (target.stop_on_stall and rec.error_class == "timeout_stall")
         records.append(rec)
         counters.add(rec)
         source.on_complete(rec)
@@ -87,13 +91,27 @@ async def drive(
                 slots.put_nowait(_now())
         finish(rec)
 
+    async def cancel_inflight() -> None:
+        for task in list(inflight):
+            task.cancel()
+        if inflight:
+            await asyncio.wait(list(inflight))
+        for spec in unstarted.values():
+            now = _now()
+            finish(RequestRecord.cancelled(spec, now, now, worker))
+        unstarted.clear()
+
     agen = source.__aiter__()
     try:
         while True:
             t_free = await slots.get() if slots is not None else None
+            if stalled:
+                break
             try:
                 spec = await agen.__anext__()
             except StopAsyncIteration:
+                break
+            if stalled:
                 break
             if spec.intended_send_ns is None:
                 spec.intended_send_ns = t_free if t_free is not None else _now()
@@ -105,16 +123,13 @@ async def drive(
             inflight.add(task)
             task.add_done_callback(inflight.discard)
         while inflight:
-            await asyncio.wait(list(inflight))
+            if stalled:  # the rest would wait the stall timeout each: the server stopped answering
+                await cancel_inflight()
+                break
+            await asyncio.wait(list(inflight), return_when=asyncio.FIRST_COMPLETED if target.stop_on_stall
+                               else asyncio.ALL_COMPLETED)
     except asyncio.CancelledError:
-        for task in list(inflight):
-            task.cancel()
-        if inflight:
-            await asyncio.wait(list(inflight))
-        for spec in unstarted.values():
-            now = _now()
-            finish(RequestRecord.cancelled(spec, now, now, worker))
-        unstarted.clear()
+        await cancel_inflight()
         raise
     finally:
         aclose = getattr(agen, "aclose", None)

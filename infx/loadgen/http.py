@@ -34,6 +34,9 @@ class Target(BaseModel):
     base_url: str
     model: str
     stall_timeout_s: float = 120.0  # no byte at all for this long -> timeout_stall
+    # the first request that stalls ends the run (no new request; those in flight are cancelled): the server
+    # stopped answering, and every request after it would wait the stall timeout too (a sweep's points)
+    stop_on_stall: bool = False
     total_timeout_s: float | None = 1800.0  # whole request -> timeout_total
     continuous_usage: bool = True  # stream_options.continuous_usage_stats (vLLM, TRT-LLM)
     token_ids: bool = False  # vLLM return_token_ids (exact per-chunk counts)

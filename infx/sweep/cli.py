@@ -29,7 +29,7 @@ EXIT_FAILED = 1
 # RunRequest fields whose option is not spelled --field-name
 RUN_OPTIONS = {"load.slo_tier": "--slo", "load.agentic_duration_s": "--agentic-duration",
                "telemetry.enabled": "--telemetry", "telemetry.gpu": "--gpu-telemetry", "pr.number": "--pr-number",
-               "pr.branch": "--pr-branch"}
+               "pr.branch": "--pr-branch", "load.stall_timeout_s": "--stall-timeout"}
 
 
 def _run_request() -> type[BaseModel]:
@@ -116,6 +116,9 @@ def run_cmd(
                                    help="Highest concurrency --search probes."),
     stop_at_saturation: bool = typer.Option(False, "--stop-at-saturation", help="Skip an arm's higher "
                                             "concurrencies once one saturated (recorded skipped-saturated)."),
+    stall_timeout: float | None = typer.Option(None, "--stall-timeout", help="Seconds without a byte before a "
+                                               "request counts as stalled (default 120); a stalled engine ends "
+                                               "its point (engine-stalled) and is stopped."),
     preflight: bool = typer.Option(True, "--preflight/--no-preflight", help="Gate points with the preflight "
                                    "checks (a rejected point is skipped, never launched)."),
     agentic_traces: Path | None = typer.Option(None, "--agentic-traces", help="Trace file (weka JSONL) "
@@ -182,7 +185,7 @@ def run_cmd(
     load = {"prompts_per_conc": prompts_per_conc, "trials": trials, "max_trials": max_trials, "ci_target": ci_target,
             "search": search, "slo_tier": slo, "search_max": search_max, "stop_at_saturation": stop_at_saturation,
             "agentic_traces": str(agentic_traces.resolve()) if agentic_traces else None,
-            "agentic_duration_s": agentic_duration}
+            "agentic_duration_s": agentic_duration, "stall_timeout_s": stall_timeout}
     req = build_request(RunRequest, {
         "config_files": [str(p) for p in config_files], "runner_config": str(runner_config),
         "changelog": selection, "config_keys": list(config_keys or []), "evals": evals,

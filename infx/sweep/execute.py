@@ -115,22 +115,40 @@ def ingest_final(rd: RunDir) -> Callable[[str], None]:
     """The point-final hook of local runs: ingest the point into the store (``RESULTS/infx.db`` or the
     workspace's). It runs once the point's receipt is written, and ingest verifies the receipt before a
     row is stored (a point whose files do not match it is quarantined). Slurm nodes never write the
-    shared store: the submitting host ingests after ``--wait``, or ``infx ingest`` later. The first
-    problem is printed once; the sweep goes on."""
+    shared store: the submitting host ingests after ``--wait``, or ``infx ingest`` later.
+
+    A store that cannot be reached (a team PostgreSQL restarted mid-sweep) costs no point: the point stays on
+    disk with its receipt, one line per point says ``not ingested: store unreachable`` (the reason with the
+    first), the sweep goes on and tries the store again at the next point, and ``infx ingest RESULTS`` stores
+    the missed points later (once each: ingest skips what the store already holds). Any other problem is
+    printed once; the sweep goes on."""
     warned = False
+    missed = 0  # points not ingested since the store stopped answering
+    later = f"`infx ingest {rd.results.root}`"
 
     def final(point_id: str) -> None:
-        nonlocal warned
+        nonlocal warned, missed
         try:
-            from infx.results.store import ingest_point
+            from infx.results.store import StoreUnreachable, ingest_point
 
-            rep = ingest_point(rd.results.root, rd.run_id, point_id)
+            try:
+                rep = ingest_point(rd.results.root, rd.run_id, point_id)
+            except StoreUnreachable as exc:
+                why = f" ({exc.diagnostics[0].message})" if missed == 0 and exc.diagnostics else ""
+                missed += 1
+                print(f"ingest: {point_id}: not ingested: store unreachable{why}; kept on disk, {later} stores it "
+                      "once the store is back", file=sys.stderr)
+                return
             problems = [str(d) for d in rep.problems]
         except Exception as exc:
             problems = [f"{type(exc).__name__}: {exc}"]
+        if missed:
+            print(f"ingest: the store answers again; {missed} point(s) before {point_id} were not ingested "
+                  f"({later} stores them)", file=sys.stderr)
+            missed = 0
         if problems and not warned:
             warned = True
-            print(f"ingest: {problems[0]} (re-run `infx ingest {rd.results.root}` later)", file=sys.stderr)
+            print(f"ingest: {problems[0]} (re-run {later} later)", file=sys.stderr)
 
     return final
 

@@ -4,6 +4,9 @@ Rules:
 * a failed launch marks only its group's points failed (classified reason + log tail);
 * a failed point (error-rate gate, measurement error) does not stop its group;
 * an engine that dies mid-group fails the point in flight and the group's remaining points;
+* an engine that stops answering mid-stream without dying (a request got no byte for the stall timeout: the
+  load generator ends the point there) fails the point in flight as ``engine-stalled``; the engine is stopped
+  and the group's remaining points are left unmeasured (the same command measures them on a new launch);
 * other groups go on; ``fail_fast`` stops *scheduling* new groups after a failure (a ``STOP`` file in the
   run directory, so Slurm jobs that have not started yet see it too) and never kills running work;
 * resume: a point with ``status.json`` ``done``, the same launch fingerprint, the same load profile and a valid,
@@ -37,6 +40,7 @@ from infx import preemption
 from infx.atomic import WriteFault, write_text
 from infx.matrix.point import Point
 from infx.metrics.result import BenchResult
+from infx.metrics.run_config import BenchSettings
 from infx.pointfiles import EVAL_FILE
 from infx.results.receipt import discard_receipt, has_receipt
 from infx.sweep import events as ev
@@ -64,6 +68,8 @@ from infx.sweep.layout import (
 from infx.sweep.summary import SweepSummary
 
 Decision = Literal["run", "done", "failed"]
+STALLED = "stalled"  # the kind of a launch whose engine stopped answering without dying
+STALLED_CLASS = "engine-stalled"  # its point's failure class
 
 
 @dataclass
@@ -313,6 +319,9 @@ class Orchestrator:
                     self._skip_saturated(point, group, saturated_at, summary)
                     self._final(point)
                     continue
+                if dead is not None and dead.kind == STALLED:
+                    summary.not_run.append(point.point_id)  # no status: the next run measures it
+                    continue
                 if dead is not None:
                     self._fail(point, group, f"engine-died:{dead.kind}", "engine died earlier in this group",
                                dead.log_tail, summary)
@@ -325,7 +334,13 @@ class Orchestrator:
                     sat, prev = self._saturated(point, prev)
                     if sat:
                         saturated_at = min(point.concs)
-            if dead is not None:
+            if dead is not None and dead.kind == STALLED:
+                record.state, record.reason = "failed", STALLED_CLASS
+                left = [p.point_id for p in group.points if p.point_id in summary.not_run]
+                if left:
+                    self.emit(ev.Note(f"the engine stopped answering: stopped; {len(left)} point(s) of its launch "
+                                      f"not measured ({', '.join(left)}): the same command measures them"))
+            elif dead is not None:
                 record.state, record.reason = "failed", f"engine-died:{dead.kind}"
             elif summary.failed:
                 record.state = "partial"
@@ -477,6 +492,14 @@ class Orchestrator:
             return None
         self.run_dir.write_result(pid, result)
         m = result.metrics
+        stalled = m.error_classes.get("timeout_stall", 0)
+        if stalled:  # alive but not answering: the load generator stopped at the first stalled request
+            cfg = result.config
+            after = f" for {cfg.stall_timeout_s:g} s" if isinstance(cfg, BenchSettings) else ""
+            detail = (f"the engine stopped answering mid-stream: {stalled} request(s) got no data{after} "
+                      f"({m.completed}/{m.issued} completed); the engine was stopped")
+            self._fail(point, group, STALLED_CLASS, detail, excerpt[-4000:], summary, started=started, facts=facts)
+            return LaunchFailed(STALLED, detail, excerpt[-4000:])
         err_rate = (m.failed / m.issued) if m.issued else 1.0
         warn = "; ".join(f"{c.name}: {c.detail}" for c in result.checks if c.status != "ok")
         if not result.complete:

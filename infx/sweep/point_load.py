@@ -51,6 +51,8 @@ def bench_config(point: Point, engine: RunningEngine, profile: LoadProfile) -> B
         gpus=point.gpus_per_server or None,
         point=point.to_row(),
         progress=False,
+        stop_on_stall=True,  # an engine that stops answering ends the point (the sweep then stops the engine)
+        stall_timeout_s=profile.stall_timeout_s or BenchConfig.model_fields["stall_timeout_s"].default,
     )
 
 

@@ -38,6 +38,9 @@ class LoadProfile(BaseModel):
     # ``--stop-at-saturation``: an arm's higher concurrencies are skipped (skipped-saturated) once
     # one of its points saturated (more load bought no throughput, TTFT grew; or TTFT kept rising)
     stop_at_saturation: bool = False
+    # ``--stall-timeout``: seconds without a byte before a request is failed as stalled (None: the load
+    # generator's 120 s); the first stalled request ends the point and its engine is stopped
+    stall_timeout_s: float | None = Field(None, gt=0, le=1e6)
 
     @field_validator("max_trials")
     @classmethod
@@ -65,4 +68,5 @@ class LoadProfile(BaseModel):
     def key(self) -> str:
         """A short hash of the whole profile, stored in each point's status: resume re-measures a
         point measured with another load."""
-        return "load-" + hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+        # the stall timeout is not the load (a point that measured never stalled): it does not re-measure
+        return "load-" + hashlib.sha256(self.model_dump_json(exclude={"stall_timeout_s"}).encode()).hexdigest()[:16]

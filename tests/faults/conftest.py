@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.pgserver import own_pg_server  # noqa: F401  (a PostgreSQL cluster a test may stop)
+
 
 @pytest.fixture
 def small_volume(tmp_path: Path) -> Iterator[Path]:

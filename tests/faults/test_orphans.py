@@ -114,3 +114,24 @@ def test_a_process_that_is_not_the_recorded_one_is_never_touched(workspace: Path
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_an_orphans_scratch_directory_goes_with_it_and_only_an_infx_one(workspace: Path, tmp_path: Path) -> None:
+    """A deployment's KV directory is named in its roles' records: reaped with them once their owner is gone
+    (a kill -9 of infx runs no clean-up); a directory infx did not name ``infx-*`` is never removed."""
+    d = workspace / ".infx" / "engines"
+    d.mkdir(parents=True)
+    kv, other = tmp_path / "infx-kv-abc", tmp_path / "users-data"
+    for p in (kv, other):
+        p.mkdir()
+        (p / "f").write_text("x")
+    ended = subprocess.Popen([sys.executable, "-c", "pass"], process_group=0)
+    ticks = reaper.start_ticks(ended.pid)
+    ended.wait()
+    assert ticks is not None
+    rec = reaper.EngineRecord(pid=ended.pid, start_ticks=ticks, pgid=ended.pid, port=None, owner_pid=2**22 + 1,
+                              owner_start_ticks=1, what="prefill role", scratch=[str(kv), str(other)])
+    (d / "r.json").write_text(rec.model_dump_json())
+    assert reaper.reap_orphans(grace=1.0) == []  # nothing was running any more: nothing to say
+    assert not kv.exists() and (other / "f").is_file()
+    assert list(d.iterdir()) == []

@@ -88,6 +88,7 @@ class RoleProcess:
     argv: list[str] = field(default_factory=list)  # what was executed (srun-wrapped inside a Slurm job)
     log_offset: int = 0  # where this launch's lines start in the log (earlier launches lost their port)
     record: Path | None = None  # this process in the workspace's engine records (reaper)
+    scratch: Path | None = None  # the deployment's KV directory: the reaper removes it if infx is killed
 
     def start(self, placement: RolePlacement | None = None, append: bool = False, check_port: bool = True,
               prefix: list[str] | None = None) -> None:
@@ -108,7 +109,8 @@ class RoleProcess:
             self.argv = step_argv(self.role.name, [*(prefix or []), *launch.argv], placement)
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          env=env, process_group=0, preexec_fn=reaper.parent_death_signal())
-        self.record = reaper.track(self.proc.pid, launch.port, f"{self.role.name} role")
+        self.record = reaper.track(self.proc.pid, launch.port, f"{self.role.name} role",
+                                   scratch=[self.scratch] if self.scratch is not None else None)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -168,7 +170,8 @@ class DeploymentProcess:
     step_ports: bool | None = None  # each role's step picks its own port (default: inside a Slurm job)
 
     def __post_init__(self) -> None:
-        self.roles = [RoleProcess(r, self.log_dir / f"{self.log_prefix}.{r.name}.log") for r in self.deployment.roles]
+        self.roles = [RoleProcess(r, self.log_dir / f"{self.log_prefix}.{r.name}.log", scratch=self.kv_dir)
+                      for r in self.deployment.roles]
         if self.step_ports is None:
             self.step_ports = self.render is not None and in_slurm_job()
 

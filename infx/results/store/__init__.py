@@ -13,7 +13,7 @@ source of truth and ``infx ingest`` rebuilds it from them.
 """
 
 from infx.results.store.api import Store
-from infx.results.store.backend import LOCK_WAIT_S, store_error
+from infx.results.store.backend import LOCK_WAIT_S, StoreUnreachable, store_error
 from infx.results.store.bundles import (
     IngestReport,
     PointBundle,
@@ -35,4 +35,5 @@ __all__ = [
     "LOCK_WAIT_S", "SCHEMA_VERSION", "IngestReport", "PointBundle", "Store", "StoreUrl", "bundle_digest",
     "hardware_of", "ingest_point", "locate_results", "make_bundle", "pack_ci", "point_conc", "read_bundle",
     "require_results", "role_gpus_of", "store_error", "topology_label", "unpack_ci",
+    "StoreUnreachable",
 ]

@@ -48,8 +48,41 @@ def driver_errors(kind: str) -> tuple[type[BaseException], ...]:
     return errors
 
 
+class StoreUnreachable(InfxError):
+    """The store's server cannot be reached (refused, lost or shut down): nothing was written, and the same
+    write can be made again once it is back (what ``infx run`` tells apart from a store that refuses a point)."""
+
+
+#: PostgreSQL's connection classes: connection exceptions (08...), and the server shutting down or starting up
+_PG_GONE = ("08", "57P01", "57P02", "57P03")
+_PG_GONE_TEXT = ("shutting down", "starting up", "not yet accepting connections", "in recovery mode")
+
+
+def unreachable(exc: BaseException) -> bool:
+    """A PostgreSQL driver error that says the server is not there: a connection failure on the client's side
+    (no SQLSTATE: refused, unknown host, timed out, the connection closed under a statement) or one of the
+    server's connection and shutdown states. A lock timeout or a refused statement is not one."""
+    orig = getattr(exc, "orig", None) or exc  # SQLAlchemy wraps the driver's exception
+    if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - psycopg is a dependency
+        return False
+    if not isinstance(orig, psycopg.OperationalError | psycopg.InterfaceError):
+        return False
+    state: str | None = orig.sqlstate
+    if state is not None:
+        return bool(state.startswith(_PG_GONE))
+    # libpq gives no SQLSTATE for a refused connection: a server that answered says FATAL (a wrong password, no
+    # such database), reachable unless it says it is shutting down or starting up
+    text = str(orig)
+    return "FATAL:" not in text or any(s in text for s in _PG_GONE_TEXT)
+
+
 def store_error(url: StoreUrl | str | Path, exc: BaseException) -> InfxError:
-    """A driver, SQLAlchemy or OS error on the store as one line naming it (no password, no traceback)."""
+    """A driver, SQLAlchemy or OS error on the store as one line naming it (no password, no traceback); a
+    PostgreSQL server that cannot be reached is a :class:`StoreUnreachable`."""
     store = url if isinstance(url, StoreUrl) else None
     name = url.display if isinstance(url, StoreUrl) else str(url)
     orig = getattr(exc, "orig", None) or exc  # SQLAlchemy wraps the driver's exception
@@ -67,7 +100,8 @@ def store_error(url: StoreUrl | str | Path, exc: BaseException) -> InfxError:
         hint = " (credentials come from PGUSER/PGPASSWORD or ~/.pgpass)"
     elif "connection refused" in low or "could not translate host" in low or "timeout expired" in low:
         hint = " (is the PostgreSQL server running and reachable?)"
-    return InfxError(Diagnostic(f"results store {name}: {msg}{hint}", name))
+    kind = StoreUnreachable if store is not None and store.kind == "postgresql" and unreachable(exc) else InfxError
+    return kind(Diagnostic(f"results store {name}: {msg}{hint}", name))
 
 
 class Backend:
