@@ -42,7 +42,7 @@ demo: $(STAMP)
 
 ## The whole suite, slow end-to-end tests included.
 test: $(STAMP) $(ROUTER_STAMP) $(EVAL_STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=40
 
 ## The whole suite while a background loop binds and releases ephemeral loopback ports (issue 25: a launch never
 ## loses its port). The churn is bounded (3 h, 2M binds) and stops with the suite; the suite's exit code.
