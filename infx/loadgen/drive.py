@@ -36,6 +36,17 @@ class Counters:
             self.failed += 1
 
 
+def _slots(cap: int) -> asyncio.Queue[int] | None:
+    """The concurrency cap as a queue of free slots, each holding the time it came free (None: no cap)."""
+    if cap <= 0:
+        return None
+    slots: asyncio.Queue[int] = asyncio.Queue()
+    t0 = _now()
+    for _ in range(cap):
+        slots.put_nowait(t0)
+    return slots
+
+
 async def drive(
     source: RequestSource,
     session: aiohttp.ClientSession,
@@ -54,13 +65,7 @@ async def drive(
     stalls ends the run early: no request is sent after it, and those in flight come back ``cancelled``."""
     records = records if records is not None else []
     counters = counters if counters is not None else Counters()
-    cap = max_concurrency or 0
-    slots: asyncio.Queue[int] | None = None
-    if cap > 0:
-        slots = asyncio.Queue()
-        t0 = _now()
-        for _ in range(cap):
-            slots.put_nowait(t0)
+    slots = _slots(max_concurrency or 0)
     inflight: set[asyncio.Task[None]] = set()
     unstarted: dict[asyncio.Task[None], RequestSpec] = {}  # cancelled before its first step: no record yet
     stalled = False  # with ``target.stop_on_stall``: a request got no byte for the stall timeout

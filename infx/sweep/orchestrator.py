@@ -334,20 +334,7 @@ class Orchestrator:
                     sat, prev = self._saturated(point, prev)
                     if sat:
                         saturated_at = min(point.concs)
-            if dead is not None and dead.kind == STALLED:
-                record.state, record.reason = "failed", STALLED_CLASS
-                left = [p.point_id for p in group.points if p.point_id in summary.not_run]
-                if left:
-                    self.emit(ev.Note(f"the engine stopped answering: stopped; {len(left)} point(s) of its launch "
-                                      f"not measured ({', '.join(left)}): the same command measures them"))
-            elif dead is not None:
-                record.state, record.reason = "failed", f"engine-died:{dead.kind}"
-            elif summary.failed:
-                record.state = "partial"
-            else:
-                record.state = "done"
-            if summary.failed:
-                self._trip_fail_fast()
+            self._settle_group(group, record, dead, summary)
             return summary
         except KeyboardInterrupt:
             record.state, record.reason = "interrupted", "interrupted"
@@ -362,6 +349,24 @@ class Orchestrator:
             record.ended_at = time.time()
             write_model(self.run_dir.group_file(group.fingerprint), record)
             self.emit(ev.GroupFinished(group.fingerprint, record.state, record.reason))
+
+    def _settle_group(self, group: LaunchGroup, record: GroupRecord, dead: LaunchFailed | None,
+                      summary: SweepSummary) -> None:
+        """The group's final state once its points ran (``dead``: how its engine ended early, if it did)."""
+        if dead is not None and dead.kind == STALLED:
+            record.state, record.reason = "failed", STALLED_CLASS
+            left = [p.point_id for p in group.points if p.point_id in summary.not_run]
+            if left:
+                self.emit(ev.Note(f"the engine stopped answering: stopped; {len(left)} point(s) of its launch "
+                                  f"not measured ({', '.join(left)}): the same command measures them"))
+        elif dead is not None:
+            record.state, record.reason = "failed", f"engine-died:{dead.kind}"
+        elif summary.failed:
+            record.state = "partial"
+        else:
+            record.state = "done"
+        if summary.failed:
+            self._trip_fail_fast()
 
     def _eval_pending(self, point: Point, fingerprint: str) -> bool:
         return eval_pending(self.run_dir, point, fingerprint, self.evaluator, self.options.rerun_failed)
