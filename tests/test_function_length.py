@@ -13,9 +13,6 @@ LIMIT = 100
 EXCEPTIONS = {
     ("sweep/cli.py", "run_cmd"): "a typer command: about 90 of its lines declare the options of `infx run`",
     ("loadgen/cli.py", "bench_cmd"): "a typer command: most of its lines declare the options of `infx bench`",
-    ("analysis/compare.py", "compare_frontiers"): "not cut here: analysis/ is being changed on another branch",
-    ("report/server.py", "make_app"): "not cut here: report/ is being changed on another branch",
-    ("metrics/compute.py", "compute_metrics"): "not cut here: metrics/ is being changed on another branch",
 }
 
 

@@ -174,19 +174,7 @@ def compare_frontiers(
         raise ValueError("frontiers with different axis directions cannot be compared")
     better_y = a.y_dir  # MAX: larger y wins
     xs = list(at) if at is not None else default_ladder(a, b, ladder_points)
-    va, vb = a.values_at(xs), b.values_at(xs)
-    ladder: list[LadderEntry] = []
-    for t, ya, yb in zip(xs, va.tolist(), vb.tolist(), strict=True):
-        notes = []
-        for f, y, label in ((a, ya, a_label), (b, yb, b_label)):
-            if math.isnan(y):
-                notes.append(f"no value for {label}: outside its measured range"
-                             + (f" {_fmt(f.lo)}-{_fmt(f.hi)} {x_unit}" if not f.empty else " (no points)"))
-        ratio = None if (math.isnan(ya) or math.isnan(yb) or yb == 0) else ya / yb
-        if yb == 0 and not math.isnan(ya):
-            notes.append("no ratio: both are 0" if ya == 0 else f"ratio unbounded: {b_label} is 0")
-        ladder.append(LadderEntry(x=t, a=None if math.isnan(ya) else ya, b=None if math.isnan(yb) else yb,
-                                  ratio=ratio, note="; ".join(notes)))
+    ladder = _ladder(a, b, xs, a_label, b_label, x_unit)
 
     a_range = None if a.empty else (a.lo, a.hi)
     b_range = None if b.empty else (b.lo, b.hi)
@@ -247,22 +235,48 @@ def compare_frontiers(
                        f"of ±{(math.exp(math.sqrt(tau2)) - 1) * 100:.1f}% (1 sd) is added to every interval")
     if conc_verdicts:
         verdict += [f"at concurrency {_fmt(v.x)}: {v.text}" for v in conc_verdicts]
-    for f, label, other in ((a, a_label, b), (b, b_label, a)):
-        if f.empty or other.empty:
-            continue
-        if f.hi > other.hi:
-            verdict.append(f"only {label} was measured above {_fmt(other.hi)} {x_unit} (up to {_fmt(f.hi)}); "
-                           "no comparison there")
-        if f.lo < other.lo:
-            verdict.append(f"only {label} was measured below {_fmt(other.lo)} {x_unit} (down to {_fmt(f.lo)}); "
-                           "no comparison there")
-    for f, label in ((a, a_label), (b, b_label)):
-        if f.empty:
-            verdict.append(f"{label} has no measured points")
+    verdict += _coverage_notes(a, b, a_label, b_label, x_unit)
     return Comparison(workload=workload, a_label=a_label, b_label=b_label, x_label=x_label, x_unit=x_unit,
                       y_label=y_label, a_range=a_range, b_range=b_range, overlap=overlap, ladder=ladder,
                       ranges=ranges, crossovers=crossovers, verdict=verdict, targets=targets,
                       by_conc=conc_verdicts, margin=margin)
+
+
+def _ladder(a: StepFrontier, b: StepFrontier, xs: Sequence[float], a_label: str, b_label: str,
+            x_unit: str) -> list[LadderEntry]:
+    """Both frontiers' values and their ratio at each x of the ladder, with why one is missing."""
+    va, vb = a.values_at(xs), b.values_at(xs)
+    ladder: list[LadderEntry] = []
+    for t, ya, yb in zip(xs, va.tolist(), vb.tolist(), strict=True):
+        notes = []
+        for f, y, label in ((a, ya, a_label), (b, yb, b_label)):
+            if math.isnan(y):
+                notes.append(f"no value for {label}: outside its measured range"
+                             + (f" {_fmt(f.lo)}-{_fmt(f.hi)} {x_unit}" if not f.empty else " (no points)"))
+        ratio = None if (math.isnan(ya) or math.isnan(yb) or yb == 0) else ya / yb
+        if yb == 0 and not math.isnan(ya):
+            notes.append("no ratio: both are 0" if ya == 0 else f"ratio unbounded: {b_label} is 0")
+        ladder.append(LadderEntry(x=t, a=None if math.isnan(ya) else ya, b=None if math.isnan(yb) else yb,
+                                  ratio=ratio, note="; ".join(notes)))
+    return ladder
+
+
+def _coverage_notes(a: StepFrontier, b: StepFrontier, a_label: str, b_label: str, x_unit: str) -> list[str]:
+    """Where only one side was measured (no comparison there), and a side with no points at all."""
+    out = []
+    for f, label, other in ((a, a_label, b), (b, b_label, a)):
+        if f.empty or other.empty:
+            continue
+        if f.hi > other.hi:
+            out.append(f"only {label} was measured above {_fmt(other.hi)} {x_unit} (up to {_fmt(f.hi)}); "
+                       "no comparison there")
+        if f.lo < other.lo:
+            out.append(f"only {label} was measured below {_fmt(other.lo)} {x_unit} (down to {_fmt(f.lo)}); "
+                       "no comparison there")
+    for f, label in ((a, a_label), (b, b_label)):
+        if f.empty:
+            out.append(f"{label} has no measured points")
+    return out
 
 
 Estimate1 = tuple[float, float, float, float]  # (y, relative se (NaN: none), df, trials)

@@ -171,15 +171,7 @@ def compute_metrics(
         total_tok_per_s=rate(total_in + total_out),
         goodput_req_per_s=rate(good) if good is not None else None,
     )
-    if gpus:
-        tput.gpus_per_server = gpus
-        tput.output_tok_per_s_per_gpu = tput.output_tok_per_s / gpus
-        tput.total_tok_per_s_per_gpu = tput.total_tok_per_s / gpus
-        tput.input_tok_per_s_per_gpu = tput.input_tok_per_s / gpus
-    if nodes:
-        tput.nodes = nodes
-        tput.output_tok_per_s_per_node = tput.output_tok_per_s / nodes
-        tput.total_tok_per_s_per_node = tput.total_tok_per_s / nodes
+    _normalise(tput, gpus, nodes)
 
     tpot_stat = stat(tpots)
     inter_med = 1000.0 / tpot_stat.median if tpot_stat.median else None
@@ -189,20 +181,6 @@ def compute_metrics(
     if norm:
         p90_norm = float(np.percentile(np.asarray(norm), 90))
         inter_e2e = 1000.0 / p90_norm if p90_norm > 0 else None
-
-    inf = math.inf
-    ea_ttft = [(t if (t := ttft_ms(r)) is not None else inf) if r.ok else inf for r in measured]
-    ea_e2el = [e2el_ms(r) if r.ok else inf for r in measured]
-    error_aware = ErrorAware(
-        issued=issued,
-        failed=len(failed),
-        ttft_p50_ms=percentile_with_failures(ea_ttft, 50),
-        ttft_p90_ms=percentile_with_failures(ea_ttft, 90),
-        ttft_p99_ms=percentile_with_failures(ea_ttft, 99),
-        e2el_p50_ms=percentile_with_failures(ea_e2el, 50),
-        e2el_p90_ms=percentile_with_failures(ea_e2el, 90),
-        e2el_p99_ms=percentile_with_failures(ea_e2el, 99),
-    )
 
     return Metrics(
         issued=issued,
@@ -225,8 +203,38 @@ def compute_metrics(
         interactivity_e2e_p90=inter_e2e,
         good_requests=good,
         good_fraction=(good / issued if issued else 0.0) if good is not None else None,
-        error_aware=error_aware,
+        error_aware=_error_aware(measured, issued, len(failed)),
         **reasoning_figures(ok),
+    )
+
+
+def _normalise(tput: Throughput, gpus: int | None, nodes: int | None) -> None:
+    """Per-GPU and per-node throughput (``gpus``: GPUs per server; ``nodes``: nodes the server spans)."""
+    if gpus:
+        tput.gpus_per_server = gpus
+        tput.output_tok_per_s_per_gpu = tput.output_tok_per_s / gpus
+        tput.total_tok_per_s_per_gpu = tput.total_tok_per_s / gpus
+        tput.input_tok_per_s_per_gpu = tput.input_tok_per_s / gpus
+    if nodes:
+        tput.nodes = nodes
+        tput.output_tok_per_s_per_node = tput.output_tok_per_s / nodes
+        tput.total_tok_per_s_per_node = tput.total_tok_per_s / nodes
+
+
+def _error_aware(measured: Sequence[RequestRecord], issued: int, failed: int) -> ErrorAware:
+    """Latency percentiles that count a failed request as infinitely slow (it never answered)."""
+    inf = math.inf
+    ea_ttft = [(t if (t := ttft_ms(r)) is not None else inf) if r.ok else inf for r in measured]
+    ea_e2el = [e2el_ms(r) if r.ok else inf for r in measured]
+    return ErrorAware(
+        issued=issued,
+        failed=failed,
+        ttft_p50_ms=percentile_with_failures(ea_ttft, 50),
+        ttft_p90_ms=percentile_with_failures(ea_ttft, 90),
+        ttft_p99_ms=percentile_with_failures(ea_ttft, 99),
+        e2el_p50_ms=percentile_with_failures(ea_e2el, 50),
+        e2el_p90_ms=percentile_with_failures(ea_e2el, 90),
+        e2el_p99_ms=percentile_with_failures(ea_e2el, 99),
     )
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from aiohttp.typedefs import Handler
+from aiohttp.typedefs import Handler, Middleware
 from pydantic import BaseModel, ConfigDict, Field
 
 from infx.diagnostics import Diagnostic, InfxError
@@ -184,11 +184,8 @@ def _host_allowed(host_header: str | None) -> bool:
     return name.lower() in LOOPBACK_NAMES
 
 
-def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool = True,
-             loopback_only: bool = True, store: str | None = None) -> web.Application:
-    """The dashboard application. ``loopback_only``: refuse requests whose Host is not a
-    loopback name (set it False only when binding another address on purpose)."""
-    dash = Dashboard(root, gpus_per_node=gpus_per_node, ingest=ingest, store=store)
+def _guard(loopback_only: bool) -> Middleware:
+    """Loopback-only Host, GET and HEAD only, and the security headers on every answer (errors too)."""
 
     @web.middleware
     async def headers(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -207,11 +204,20 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
             resp.headers.setdefault(k, v)
         return resp
 
-    async def index(request: web.Request) -> web.Response:
-        text = await asyncio.get_running_loop().run_in_executor(None, dash.index_html)
+    return headers
+
+
+class _Handlers:
+    """The dashboard's request handlers over one :class:`Dashboard`."""
+
+    def __init__(self, dash: Dashboard) -> None:
+        self.dash = dash
+
+    async def index(self, request: web.Request) -> web.Response:
+        text = await asyncio.get_running_loop().run_in_executor(None, self.dash.index_html)
         return web.Response(text=text, content_type="text/html")
 
-    async def run_page(request: web.Request) -> web.Response:
+    async def run_page(self, request: web.Request) -> web.Response:
         run_id = request.match_info["run_id"]
         baseline = request.query.get("baseline") or None
         try:
@@ -219,53 +225,53 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
             if baseline is not None:
                 check_name(baseline, "run id")
             tier = request.query.get("tier") or None  # cost table tier (infx.analysis.cost), read per request
-            text = await asyncio.get_running_loop().run_in_executor(None, dash.report_html, run_id, baseline, tier)
+            text = await asyncio.get_running_loop().run_in_executor(None, self.dash.report_html, run_id, baseline, tier)
         except InfxError as exc:
             raise web.HTTPNotFound(text=str(exc)) from None
         return web.Response(text=text, content_type="text/html")
 
-    def _as_of(request: web.Request) -> str | None:
+    def _as_of(self, request: web.Request) -> str | None:
         value = request.query.get("as_of") or None
         if value is not None and (len(value) > 200 or any(ch in value for ch in "\x00/\\")):
             raise web.HTTPBadRequest(text="refused: as_of is a date (YYYY-MM-DD) or a run id")
         return value
 
-    async def latest_page(request: web.Request) -> web.Response:
-        as_of, baseline = _as_of(request), request.query.get("baseline") or None
+    async def latest_page(self, request: web.Request) -> web.Response:
+        as_of, baseline = self._as_of(request), request.query.get("baseline") or None
         try:
             if baseline is not None:
                 check_name(baseline, "run id")
-            text = await asyncio.get_running_loop().run_in_executor(None, dash.report_html, None, baseline,
+            text = await asyncio.get_running_loop().run_in_executor(None, self.dash.report_html, None, baseline,
                                                                     request.query.get("tier") or None, as_of)
         except InfxError as exc:
             raise web.HTTPNotFound(text=str(exc)) from None
         return web.Response(text=text, content_type="text/html")
 
-    async def api_frontiers(request: web.Request) -> web.Response:
-        as_of = _as_of(request)
+    async def api_frontiers(self, request: web.Request) -> web.Response:
+        as_of = self._as_of(request)
         try:
-            body = await asyncio.get_running_loop().run_in_executor(None, dash.frontiers, as_of)
+            body = await asyncio.get_running_loop().run_in_executor(None, self.dash.frontiers, as_of)
         except InfxError as exc:
             raise web.HTTPNotFound(text=str(exc)) from None
         return web.json_response(body)
 
-    def _view_args(request: web.Request) -> tuple[tuple[str, ...], str | None]:
+    def _view_args(self, request: web.Request) -> tuple[tuple[str, ...], str | None]:
         runs = tuple(r for r in (request.query.get("runs") or "").split(",") if r)
         try:
             for r in runs:
                 check_name(r, "run id")
         except InfxError as exc:
             raise web.HTTPBadRequest(text=str(exc)) from None
-        return runs, _as_of(request)
+        return runs, self._as_of(request)
 
-    async def main_view_of(request: web.Request) -> Any:
-        runs, as_of = _view_args(request)
+    async def main_view_of(self, request: web.Request) -> Any:
+        runs, as_of = self._view_args(request)
         try:
-            return await asyncio.get_running_loop().run_in_executor(None, dash.main_view, runs, as_of)
+            return await asyncio.get_running_loop().run_in_executor(None, self.dash.main_view, runs, as_of)
         except InfxError as exc:
             raise web.HTTPNotFound(text=str(exc)) from None
 
-    async def main_view_page(request: web.Request) -> web.Response:
+    async def main_view_page(self, request: web.Request) -> web.Response:
         from infx.report.html import CSS
         from infx.report.mainview import section
 
@@ -275,11 +281,11 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
                 f'<nav><a href="/">&larr; all runs</a></nav><h1>Main view</h1>{body}</main></body></html>')
         return web.Response(text=text, content_type="text/html")
 
-    async def api_main_view(request: web.Request) -> web.Response:
-        _, body = await main_view_of(request)
+    async def api_main_view(self, request: web.Request) -> web.Response:
+        _, body = await self.main_view_of(request)
         return web.Response(body=body, content_type="application/json")
 
-    def _axes(request: web.Request, view: Any) -> tuple[str, str]:
+    def _axes(self, request: web.Request, view: Any) -> tuple[str, str]:
         x, y = request.query.get("x", "interactivity"), request.query.get("y", "tput_gpu_total")
         try:
             view.metric(x)
@@ -288,14 +294,14 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
             raise web.HTTPBadRequest(text=f"refused: unknown metric {exc}") from None
         return x, y
 
-    async def api_main_view_csv(request: web.Request) -> web.Response:
+    async def api_main_view_csv(self, request: web.Request) -> web.Response:
         import csv
         import io
 
         from infx.analysis.mainview import csv_rows
 
-        view, _ = await main_view_of(request)
-        x, y = _axes(request, view)
+        view, _ = await self.main_view_of(request)
+        x, y = self._axes(request, view)
         chart = request.query.get("chart")
         rows = csv_rows(view, int(chart) if chart and chart.isdigit() else None, x, y)
         buf = io.StringIO()
@@ -306,11 +312,11 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
         w.writerows(rows)
         return web.Response(text=buf.getvalue(), content_type="text/csv")
 
-    async def api_verdict(request: web.Request) -> web.Response:
+    async def api_verdict(self, request: web.Request) -> web.Response:
         from infx.report.html import verdict_html
 
-        view, _ = await main_view_of(request)
-        x, y = _axes(request, view)
+        view, _ = await self.main_view_of(request)
+        x, y = self._axes(request, view)
         try:
             a, b = int(request.query.get("a", "")), int(request.query.get("b", ""))
         except ValueError:
@@ -320,7 +326,7 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
         text = await asyncio.get_running_loop().run_in_executor(None, verdict_html, view, a, b, x, y)
         return web.Response(text=text, content_type="text/html")
 
-    async def api_history(request: web.Request) -> web.Response:
+    async def api_history(self, request: web.Request) -> web.Response:
         from pydantic import ValidationError
 
         from infx.analysis.history import CurveSel, history
@@ -339,23 +345,24 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
         x, y = q.get("x", "interactivity"), q.get("y", "tput_gpu_total")
 
         def run() -> str:
-            with dash.lock:
-                return history(dash.store, sel, target, x=x, y=y, gpus_per_node=dash.gpus_per_node).model_dump_json()
+            with self.dash.lock:
+                return history(self.dash.store, sel, target, x=x, y=y,
+                               gpus_per_node=self.dash.gpus_per_node).model_dump_json()
         try:
             body = await asyncio.get_running_loop().run_in_executor(None, run)
         except KeyError as exc:
             raise web.HTTPBadRequest(text=f"refused: unknown metric {exc}") from None
         return web.Response(text=body, content_type="application/json")
 
-    async def api_reliability(request: web.Request) -> web.Response:
+    async def api_reliability(self, request: web.Request) -> web.Response:
         from infx.analysis.history import reliability
 
         def run() -> list[dict[str, object]]:
-            with dash.lock:
-                return [r.model_dump(mode="json") for r in reliability(dash.store)]
+            with self.dash.lock:
+                return [r.model_dump(mode="json") for r in reliability(self.dash.store)]
         return web.json_response(await asyncio.get_running_loop().run_in_executor(None, run))
 
-    async def overlay(request: web.Request) -> web.Response:
+    async def overlay(self, request: web.Request) -> web.Response:
         run_id, baseline = request.query.get("run", ""), request.query.get("baseline", "")
         try:
             check_name(run_id, "run id")
@@ -364,45 +371,56 @@ def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool
             raise web.HTTPBadRequest(text=str(exc)) from None
         raise web.HTTPFound(f"/runs/{run_id}?baseline={baseline}")
 
-    async def files(request: web.Request) -> web.StreamResponse:
-        path = dash.safe_file(request.match_info["tail"])
+    async def files(self, request: web.Request) -> web.StreamResponse:
+        path = self.dash.safe_file(request.match_info["tail"])
         if path is None:
             raise web.HTTPForbidden(text="refused: not a results file")
         resp = web.FileResponse(path)
         resp.content_type = SERVABLE.get(path.name, "application/json")
         return resp
 
-    async def api_runs(request: web.Request) -> web.Response:
+    async def api_runs(self, request: web.Request) -> web.Response:
         def runs() -> list[dict[str, object]]:
-            with dash.lock:
-                overview = dash.store.runs_overview()
+            with self.dash.lock:
+                overview = self.dash.store.runs_overview()
                 overview.sort(key=lambda r: (-math.inf if r.started_at is None else r.started_at, r.run_id))
                 return [{"run_id": r.run_id, "official": r.official, "started_at": r.started_at} for r in overview]
         return web.json_response(await asyncio.get_running_loop().run_in_executor(None, runs))
 
-    async def plotly_js(request: web.Request) -> web.Response:
+    async def plotly_js(self, request: web.Request) -> web.Response:
         return web.Response(body=_plotly_js(), content_type="application/javascript",
                             headers={"Cache-Control": "max-age=86400"})
 
-    async def on_cleanup(app: web.Application) -> None:
-        dash.store.close()
+    async def on_cleanup(self, app: web.Application) -> None:
+        self.dash.store.close()
 
-    app = web.Application(middlewares=[headers])
-    app.router.add_get("/", index)
-    app.router.add_get("/runs/{run_id}", run_page)
-    app.router.add_get("/latest", latest_page)
-    app.router.add_get("/api/frontiers", api_frontiers)
-    app.router.add_get("/overlay", overlay)
-    app.router.add_get("/mainview", main_view_page)
-    app.router.add_get("/api/mainview", api_main_view)
-    app.router.add_get("/api/mainview.csv", api_main_view_csv)
-    app.router.add_get("/api/verdict", api_verdict)
-    app.router.add_get("/api/history", api_history)
-    app.router.add_get("/api/reliability", api_reliability)
-    app.router.add_get("/files/{tail:.*}", files)
-    app.router.add_get("/api/runs", api_runs)
-    app.router.add_get("/static/plotly.min.js", plotly_js)
-    app.on_cleanup.append(on_cleanup)
+
+def make_app(root: str | Path, *, gpus_per_node: int | None = None, ingest: bool = True,
+             loopback_only: bool = True, store: str | None = None) -> web.Application:
+    """The dashboard application. ``loopback_only``: refuse requests whose Host is not a
+    loopback name (set it False only when binding another address on purpose)."""
+    dash = Dashboard(root, gpus_per_node=gpus_per_node, ingest=ingest, store=store)
+    h = _Handlers(dash)
+    app = web.Application(middlewares=[_guard(loopback_only)])
+    routes = [
+        ("/", h.index),
+        ("/runs/{run_id}", h.run_page),
+        ("/latest", h.latest_page),
+        ("/api/frontiers", h.api_frontiers),
+        ("/overlay", h.overlay),
+        ("/mainview", h.main_view_page),
+        ("/api/mainview", h.api_main_view),
+        ("/api/mainview.csv", h.api_main_view_csv),
+        ("/api/verdict", h.api_verdict),
+        ("/api/history", h.api_history),
+        ("/api/reliability", h.api_reliability),
+        ("/files/{tail:.*}", h.files),
+        ("/api/runs", h.api_runs),
+        ("/static/plotly.min.js", h.plotly_js),
+    ]
+    for path, handler in routes:
+        app.router.add_get(path, handler)
+    app.on_cleanup.append(h.on_cleanup)
     app[DASHBOARD] = dash
     return app
 
