@@ -39,12 +39,12 @@ def of_workspace(ws: Path) -> list[int]:
     return out
 
 
-def wait(cond: Callable[[], bool], timeout: float) -> bool:
+def wait(cond: Callable[[], bool], timeout: float, every: float = 0.2) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():
             return True
-        time.sleep(0.2)
+        time.sleep(every)
     return cond()
 
 

@@ -22,21 +22,13 @@ import pytest
 from infx.sweep import slurm
 from infx.sweep.layout import RunDir
 from infx.sweep.prepare import PlannedGroup, RunPlan, RunRequest, save_plan
+from tests.faults.killing import wait
 from tests.sweep.fakes import make_point
 from tests.sweep.test_slurm import local_slurm  # noqa: F401  (the real local Slurm fixture)
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 IDS = [f"a-tp1-c{c}" for c in (1, 2, 4)]
-
-
-def _wait(cond: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.2)
-    return cond()
 
 
 def _setup(tmp_path: Path, run_id: str) -> tuple[RunDir, RunPlan, Path]:
@@ -105,21 +97,21 @@ def _paused(rd: RunDir, job_id: str, point_id: str, log: Path) -> None:
     """The state a SIGTERM leaves: the point in flight interrupted with its partial result and records, exit 75,
     one line in the job's log, no process of the job alive, no temp file."""
     # the attempt ended: exit 75, or (requeued by Slurm) back in the queue
-    assert _wait(lambda: _job(job_id).get("ExitCode") == "75:0" or _job(job_id).get("JobState") == "PENDING", 60), \
+    assert wait(lambda: _job(job_id).get("ExitCode") == "75:0" or _job(job_id).get("JobState") == "PENDING", 60), \
         (_job(job_id), log.read_text()[-3000:])
-    assert _wait(lambda: f"point(s) {point_id} interrupted" in log.read_text(), 60), log.read_text()[-3000:]
+    assert wait(lambda: f"point(s) {point_id} interrupted" in log.read_text(), 60), log.read_text()[-3000:]
     st = rd.read_status(point_id)
     assert st is not None and st.state == "interrupted" and st.failure_class == "preempted", st
     partial = rd.read_result(point_id)
     assert partial is not None and partial.complete is False
     assert (rd.point_dir(point_id) / "records.jsonl.gz").read_bytes() == b"two requests sent, both cancelled"
-    assert _wait(lambda: not _of_run(rd), 30), _of_run(rd)
+    assert wait(lambda: not _of_run(rd), 30), _of_run(rd)
     assert [p for p in rd.root.rglob("*") if p.name.endswith(".tmp")] == []
     assert rd.groups()[0].state == "interrupted"
 
 
 def _finished(rd: RunDir, job_id: str, log: Path) -> None:
-    assert _wait(_ended(job_id, "COMPLETED"), 300), (_job(job_id), log.read_text()[-3000:])
+    assert wait(_ended(job_id, "COMPLETED"), 300), (_job(job_id), log.read_text()[-3000:])
     assert _states(rd) == dict.fromkeys(IDS, "done"), (_states(rd), log.read_text()[-3000:])
     measured = [ln.split()[1] for ln in _ledger(rd) if ln.startswith("measured ")]
     assert sorted(measured) == sorted(IDS)  # every point measured exactly once (the interrupted ones again)
@@ -138,24 +130,24 @@ def test_preempted_job_resumes_on_requeue_and_finishes(tmp_path: Path) -> None:
     _hold(rd, IDS[1])
     job = slurm.submit(rd, plan, python=str(python))[0].job_id
     log = rd.root / "slurm" / f"{job}.out"
-    assert _wait(lambda: log.is_file() and f"HOLDING {IDS[1]}" in log.read_text(), 300), _job(job)
+    assert wait(lambda: log.is_file() and f"HOLDING {IDS[1]}" in log.read_text(), 300), _job(job)
 
     # 1. a signal to every process of the job (as a time limit or a preemption sends), then an admin's requeue
     subprocess.run(["scancel", "--signal=TERM", "--full", job], check=True, timeout=30)
-    assert _wait(_ended(job, "FAILED"), 60), _job(job)
+    assert wait(_ended(job, "FAILED"), 60), _job(job)
     _paused(rd, job, IDS[1], log)
     assert _states(rd) == {IDS[0]: "done", IDS[1]: "interrupted", IDS[2]: None}
     _hold(rd, IDS[2])
     subprocess.run(["scontrol", "requeue", job], check=True, timeout=30)
     _start_now(job)
-    assert _wait(lambda: f"HOLDING {IDS[2]}" in log.read_text(), 300), (_job(job), log.read_text()[-3000:])
+    assert wait(lambda: f"HOLDING {IDS[2]}" in log.read_text(), 300), (_job(job), log.read_text()[-3000:])
 
     # 2. preemption as the scheduler does it: requeue the running job (SIGTERM, then back to the queue)
     subprocess.run(["scontrol", "requeue", job], check=True, timeout=30)
     _paused(rd, job, IDS[2], log)
     assert _states(rd) == {IDS[0]: "done", IDS[1]: "done", IDS[2]: "interrupted"}
     _hold(rd, None)
-    assert _wait(lambda: _job(job).get("JobState") == "PENDING", 60), _job(job)
+    assert wait(lambda: _job(job).get("JobState") == "PENDING", 60), _job(job)
     _start_now(job)
     _finished(rd, job, log)
 
@@ -175,10 +167,10 @@ def test_time_limit_sends_sigterm_first_and_the_same_submission_resumes(tmp_path
     _hold(rd, IDS[1])  # never released in the first job: only the time limit ends it
     job = slurm.submit(rd, plan, time_limit="1", signal_lead=30, python=str(python))[0].job_id
     log = rd.root / "slurm" / f"{job}.out"
-    assert _wait(lambda: log.is_file() and f"HOLDING {IDS[1]}" in log.read_text(), 300), _job(job)
+    assert wait(lambda: log.is_file() and f"HOLDING {IDS[1]}" in log.read_text(), 300), _job(job)
     # SIGTERM comes 30 s before the one-minute limit, when slurmctld's periodic time-limit check finds it due
     # (on this node 30 to 60 s after the start; the resubmitted job below ends long before its own signal)
-    assert _wait(lambda: _job(job).get("JobState") not in ("RUNNING", "COMPLETING"), 150), _job(job)
+    assert wait(lambda: _job(job).get("JobState") not in ("RUNNING", "COMPLETING"), 150), _job(job)
     info = _job(job)
     assert info.get("JobState") == "FAILED" and info.get("ExitCode") == "75:0", info  # paused, not TIMEOUT
     _paused(rd, job, IDS[1], log)
