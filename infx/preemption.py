@@ -18,6 +18,10 @@ from types import FrameType
 # sysexits' EX_TEMPFAIL: "a temporary failure, the user is invited to retry". Neither 130 (Ctrl-C) nor a
 # bad input (2) or failed points (1); a cluster can requeue on it (slurm.conf ``RequeueExit=75``).
 EXIT_PREEMPTED = 75
+# seconds before a Slurm job's time limit it gets SIGTERM (``--signal=B:TERM@N``): stopping takes seconds (the
+# point in flight is cancelled, the engine stopped), but Slurm finds the moment by a periodic check (sbatch(1):
+# the signal may come up to 60 s off the asked time), so the lead leaves a margin
+SIGNAL_LEAD_S = 120
 
 
 class Preempted(KeyboardInterrupt):

@@ -17,6 +17,7 @@ import typer
 
 from infx.cli_options import ModelDefault, build_request
 from infx.diagnostics import Diagnostic, InfxError, exit_on_error
+from infx.preemption import SIGNAL_LEAD_S
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -131,8 +132,9 @@ def run_cmd(
     partition: str | None = typer.Option(None, "--partition", help="slurm partition"),
     time_limit: str | None = typer.Option(None, "--time", help="slurm time limit per job"),
     max_parallel: int | None = typer.Option(None, "--max-parallel", help="slurm: array throttle (%K)."),
-    signal_lead: int = typer.Option(120, "--signal-lead", min=0, max=86400, help="slurm: seconds before the time "
-                                    "limit the job gets SIGTERM (it pauses: interrupted point kept, exit 75)."),
+    signal_lead: int = typer.Option(SIGNAL_LEAD_S, "--signal-lead", min=0, max=86400, help="slurm: seconds "
+                                    "before the time limit the job gets SIGTERM (it pauses: interrupted point "
+                                    "kept, exit 75)."),
     pr_number: int | None = typer.Option(None, "--pr-number", help="Mark the run unofficial: measured "
                                             "for this pull request (reports show a banner)."),
     pr_branch: str | None = typer.Option(None, "--pr-branch", help="Mark the run unofficial: measured "

@@ -255,7 +255,7 @@ def _say_interrupted(rd: RunDir, point_ids: list[str]) -> None:
 
 
 def submit_slurm(prep: Prepared, wait: bool, wait_timeout: float, partition: str | None, time_limit: str | None,
-                 max_parallel: int | None, signal_lead: int | None = None) -> int:
+                 max_parallel: int | None, signal_lead: int = preemption.SIGNAL_LEAD_S) -> int:
     """Submit a prepared sweep's groups that still need work as Slurm jobs (``--wait``: until they ended),
     each on the nodes and GPUs per node ``plan.json`` records for it."""
     from infx.sweep import slurm
@@ -283,7 +283,7 @@ def submit_slurm(prep: Prepared, wait: bool, wait_timeout: float, partition: str
     subs = slurm.submit(rd, plan, [planned[g.fingerprint].model_copy(update={"point_ids": g.point_ids})
                                    for g in todo], partition=partition, time_limit=time_limit,
                         max_parallel=max_parallel,
-                        signal_lead=slurm.SIGNAL_LEAD_S if signal_lead is None else signal_lead)
+                        signal_lead=signal_lead)
     for s in subs:
         print(f"submitted job {s.job_id}: {len(s.groups)} group(s), {s.nodes} node(s) x gres gpu:{s.gpus}",
               file=sys.stderr)

@@ -25,14 +25,11 @@ from dataclasses import dataclass
 
 from infx.atomic import write_text
 from infx.diagnostics import Diagnostic, InfxError
+from infx.preemption import SIGNAL_LEAD_S
 from infx.sweep.layout import RunDir
 from infx.sweep.prepare import PlannedGroup, RunPlan, SlurmJob, save_plan
 
 JOB_SCRIPT = '#!/bin/sh\n# infx: runs its arguments (an argv, never a shell string)\nexec "$@"\n'
-# seconds before the time limit Slurm sends SIGTERM: stopping takes seconds (the point in flight is cancelled,
-# the engine stopped), but Slurm finds the moment by a periodic check (sbatch(1): the signal may come up to 60 s
-# off the asked time), so the lead leaves a margin
-SIGNAL_LEAD_S = 120
 
 
 @dataclass
