@@ -171,17 +171,21 @@ def resume(server: PgServer) -> None:
     assert got.returncode == 0, got.stderr or got.stdout
 
 
-@pytest.fixture
-def own_pg_server() -> Iterator[PgServer]:
-    """A cluster for one test alone (``initdb`` into a temporary directory, about a second): a test may stop
-    and start it (:func:`halt`, :func:`resume`) without touching the shared one other tests use."""
-    got = start()
+def _serving(got: PgServer | str) -> Iterator[PgServer]:
+    """A fixture's cluster for its lifetime (stopped after), or the test skipped with why none could start."""
     if isinstance(got, str):
         pytest.skip(got)
     try:
         yield got
     finally:
         stop(got)
+
+
+@pytest.fixture
+def own_pg_server() -> Iterator[PgServer]:
+    """A cluster for one test alone (``initdb`` into a temporary directory, about a second): a test may stop
+    and start it (:func:`halt`, :func:`resume`) without touching the shared one other tests use."""
+    yield from _serving(start())
 
 
 def stop(server: PgServer) -> None:
@@ -190,23 +194,14 @@ def stop(server: PgServer) -> None:
             for name in server.created:
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         return
-    bindir = _bin_dir()
-    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    if bindir is not None:
-        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(server.root / "data"), "-m", "immediate", "-w",
-                        "stop"], capture_output=True, timeout=60, cwd=server.root)
+    if _bin_dir() is not None:
+        _pg_ctl(server, "-m", "immediate", "-w", "stop")
     shutil.rmtree(server.root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
-    got = running() or start()
-    if isinstance(got, str):
-        pytest.skip(got)
-    try:
-        yield got
-    finally:
-        stop(got)
+    yield from _serving(running() or start())
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
